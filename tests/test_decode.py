@@ -86,7 +86,7 @@ def test_beam_search_beats_greedy_when_greedy_is_myopic():
         if len(ctx) == 1:
             return torch.log(torch.tensor([0.05, 0.5, 0.4, 0.05]))
         if ctx[1] == 1:
-            return torch.log(torch.full((4,), 0.25))
+            return torch.log(torch.tensor([0.3, 0.25, 0.25, 0.2]))
         return torch.log(torch.tensor([0.97, 0.01, 0.01, 0.01]))
     greedy = generate(f, [3], 2, greedy=True)
     best, lp = beam_search(f, [3], beam_size=2, max_new_tokens=2)[0]
