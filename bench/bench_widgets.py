@@ -1,0 +1,209 @@
+"""Widget benchmarks, measured in the real browser (Debian chromium through Playwright); prints figures, asserts nothing.
+
+1. AttentionHeatmap with 12 layers x 12 heads x 128 tokens: Python preparation time and payload size, then in the
+   browser the first render and the re-render after a selection change (layer/head select, one head and the
+   all-heads grid). Target from issue 3: a re-render within 16 ms (one frame at 60 Hz).
+2. Page weight of the built "Visual tools" page (`make book` first): every byte the page loads, by kind.
+
+Run: .venv/bin/python bench/bench_widgets.py [--layers 12 --heads 12 --tokens 128 --repeats 60]
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import functools
+import http.server
+import json
+import statistics
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from seqviz.widgets import AttentionHeatmap, causal_mask
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+# The widget's own ES module, rendered with a minimal model (get/set/on/off; set fires change:<name> as a kernel
+# update does). Each measurement: set the trait, let the view's coalesced redraw run, force style and layout.
+HARNESS = """<!doctype html><meta charset="utf-8"><body><div id="w"></div><script type="module">
+const listeners = {};
+const model = {
+  get: (k) => window.state[k],
+  set: (k, v) => { window.state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); },
+  on: (e, f) => { (listeners[e] = listeners[e] || []).push(f); },
+  off: () => {}, save_changes: () => {}, send: () => {},
+};
+window.start = async (esm) => {
+  const mod = await import(URL.createObjectURL(new Blob([esm], { type: "text/javascript" })));
+  const el = document.getElementById("w");
+  const t0 = performance.now();
+  mod.default.render({ model, el });
+  el.getBoundingClientRect();
+  return performance.now() - t0;
+};
+const flush = () => new Promise((r) => queueMicrotask(r));
+const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+window.change = async (k, v) => {
+  const el = document.getElementById("w");
+  const t0 = performance.now();
+  model.set(k, v);
+  await flush();            // the view redraws in one microtask
+  el.getBoundingClientRect(); // style + layout of what changed
+  const t1 = performance.now();
+  await frame();
+  return [t1 - t0, performance.now() - t0];
+};
+window.ready = true;
+</script>"""
+
+
+def b64(b: bytes) -> str:
+    return base64.b64encode(b).decode()
+
+
+def serve(directory: Path):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}/"
+
+
+def summarize(ms: list[float]) -> str:
+    q = np.percentile(ms, [50, 95])
+    return f"median {q[0]:6.2f} ms   p95 {q[1]:6.2f} ms   max {max(ms):6.2f} ms"
+
+
+def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    allowed = causal_mask(T)
+    scores = rng.normal(size=(L, H, T, T)) * 2
+    scores = np.where(allowed, scores, -np.inf)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)  # (L, H, T, T), rows sum to 1
+    tokens = [f"tok{i}" for i in range(T)]
+    t0 = time.perf_counter()
+    widget = AttentionHeatmap(w, tokens, mask=allowed)
+    prep = time.perf_counter() - t0
+    state = widget.get_state()
+    buffers = {k: v for k, v in state.items() if isinstance(v, (bytes, memoryview))}
+    json_part = {k: v for k, v in state.items() if k not in buffers}
+    stored = len(json.dumps(json_part)) + sum(len(b64(bytes(v))) for v in buffers.values())
+    print(f"AttentionHeatmap {L} layers x {H} heads x {T} tokens ({w.size:,} weights)")
+    print(f"  Python: check + quantise            {prep * 1000:8.1f} ms")
+    print(f"  payload: weights {len(widget.weights) / 1e6:.2f} MB uint8 (float64 JSON would be "
+          f"~{w.size * 20 / 1e6:.0f} MB); stored in the page as base64 + JSON: {stored / 1e6:.2f} MB")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "index.html").write_text(HARNESS)
+        srv, base = serve(Path(tmp))
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + "index.html")
+        page.wait_for_function("() => window.ready === true")
+        state_js = {k: v for k, v in json_part.items()}
+        page.evaluate("""([s, bufs]) => {
+            window.state = s;
+            for (const [k, v] of Object.entries(bufs)) {
+              const bin = atob(v); const u8 = new Uint8Array(bin.length);
+              for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+              window.state[k] = new DataView(u8.buffer);
+            }
+          }""", [state_js, {k: b64(bytes(v)) for k, v in buffers.items()}])
+        first = page.evaluate("esm => window.start(esm)", state["_esm"])
+        print(f"  browser: first render               {first:8.1f} ms")
+        for label, steps in [
+            ("layer/head change, one head", [("layer", i % L) if k % 2 else ("head", (i * 5) % H)
+                                             for k, i in enumerate(range(1, repeats + 1))]),
+            ("layer change, all-heads grid", [("view", "grid")] + [("layer", i % L) for i in range(1, repeats + 1)]),
+        ]:
+            js, frames = [], []
+            for name, value in steps:
+                a, b = page.evaluate("([k, v]) => window.change(k, v)", [name, value])
+                if name != "view":
+                    js.append(a)
+                    frames.append(b)
+            print(f"  re-render, {label:28s} {summarize(js)}   (to next frame: median "
+                  f"{statistics.median(frames):.1f} ms)")
+        if errors:
+            print("  page errors:", errors)
+        page.close()
+        srv.shutdown()
+
+
+def bench_page_weight(browser, book: Path) -> None:
+    path = "book/visual_tools.html"
+    if not (book / path).is_file():
+        print(f"page weight: {book / path} is missing: run `make book` first")
+        return
+    srv, base = serve(book)
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    responses = []
+    page.on("response", lambda r: responses.append(r))
+    page.goto(base + path, wait_until="networkidle")
+    page.wait_for_timeout(500)
+    sizes: dict[str, int] = {}
+    in_page, external = 0, []
+    for r in responses:
+        if r.url.startswith(("blob:", "data:")):
+            in_page += 1  # widget ES modules imported from the page's own state, inline images
+        elif not r.url.startswith(base):
+            external.append(r.url)
+        elif r.status == 200:
+            sizes[r.url[len(base):].split("?")[0]] = len(r.body())
+    page.close()
+    srv.shutdown()
+    kinds = defaultdict(int)
+    for url, n in sizes.items():
+        if url == path:
+            kinds["page HTML (text, code, widget state, MathJax source)"] += n
+        elif url.startswith("vendor/mathjax/"):
+            kinds["MathJax 3 (vendored)"] += n
+        elif url.startswith("vendor/"):
+            kinds["require.js + widget manager + anywidget (vendored)"] += n
+        elif url.startswith("_images/"):
+            kinds["figures (static renderings)"] += n
+        else:
+            kinds["theme CSS/JS/icon fonts, search (_static/)"] += n
+    html = (book / path).read_text()
+    state_start = html.find('type="application/vnd.jupyter.widget-state+json"')
+    state_len = html.find("</script>", state_start) - state_start if state_start >= 0 else 0
+    total = sum(sizes.values())
+    print(f"Page weight of {path}: {total / 1e6:.2f} MB in {len(sizes)} requests to the book's server "
+          f"(+{in_page} blob:/data: loads; outside loopback: {len(external)})")
+    for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:55s} {n / 1e6:7.3f} MB")
+    print(f"  of the HTML, embedded widget state (5 widgets)          {state_len / 1e6:7.3f} MB")
+    cacheable = sum(n for u, n in sizes.items() if u != path and not u.startswith("_images/"))
+    print(f"  page-specific (HTML + figures): {(total - cacheable) / 1e6:.2f} MB; shared by every page: "
+          f"{cacheable / 1e6:.2f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=60)
+    ap.add_argument("--book", type=Path, default=ROOT / "_build" / "html")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
+        bench_attention(browser, args.layers, args.heads, args.tokens, args.repeats)
+        bench_page_weight(browser, args.book)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Copy the browser libraries the built book needs from node_modules/ into _vendor/ so the book reads offline.
+
+`make setup` runs `npm ci` (package.json / package-lock.json pin the versions); this script copies what the pages
+load into `_vendor/vendor/`, which `_config.yml` lists in `html_extra_path`, so Sphinx serves it as `vendor/` next to
+the pages:
+
+    vendor/require.js                      require.js (AMD loader the widget html-manager needs)
+    vendor/seqviz-offline.js               points require.js at the copies below (written by this script)
+    vendor/html-manager/embed-amd.js       @jupyter-widgets/html-manager: renders the widget state stored in the page
+    vendor/anywidget/index.js              anywidget's front end (runs each widget's ES module)
+    vendor/mathjax/tex-mml-chtml.js + fonts, TeX extensions, menu and accessibility components
+
+`_config.yml` always points at these paths. Without node_modules (no npm) the script writes tiny forwarding files
+in their place that load the same libraries from the public CDNs, and says so loudly: the book then still works,
+but only online. Run: `.venv/bin/python scripts/vendor_js.py [--check]`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE = ROOT / "node_modules"
+OUT = ROOT / "_vendor" / "vendor"
+
+HTML_MANAGER = "1.0.15"
+CDN = {
+    "require": "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.4/require.min.js",
+    "embed": f"https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@{HTML_MANAGER}/dist/embed-amd.js",
+    "widgets": "https://cdn.jsdelivr.net/npm/",
+    "mathjax": "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
+}
+# What MathJax loads at run time, relative to its es5/ folder (the rest of the 24 MB package is not needed).
+MATHJAX_PARTS = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "input/mml/extensions",
+                 "a11y", "ui", "sre"]
+
+OFFLINE_JS = """\
+// Written by scripts/vendor_js.py: make the widget html-manager load anywidget (and everything else) from the copies
+// served with the book in this folder, never from a CDN, so the book reads offline.
+(function () {
+  var script = document.currentScript;
+  var base = script.src.slice(0, script.src.lastIndexOf("/") + 1);
+  // The html-manager reads this attribute from the page's script tags as the place to fetch unknown widget modules.
+  script.setAttribute("data-jupyter-widgets-cdn", base + "npm/");
+  window.requirejs.config({
+    paths: {
+      anywidget: base + "anywidget/index",
+      // the html-manager finds its icon fonts relative to this module's address
+      "@jupyter-widgets/html-manager/dist": base + "html-manager",
+    },
+  });
+})();
+"""
+
+FALLBACK_NOTE = ("// Written by scripts/vendor_js.py because node_modules/ was missing:\n"
+                 "// loads from a public CDN, so the book needs a network.\n")
+
+
+def _pkg_version(name: str) -> str:
+    return json.loads((NODE / name / "package.json").read_text())["version"]
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst)
+    else:
+        shutil.copy2(src, dst)
+
+
+def missing_packages() -> list[str]:
+    need = ["requirejs/require.js", "@jupyter-widgets/html-manager/dist/embed-amd.js", "anywidget/dist/index.js",
+            "mathjax/es5/tex-mml-chtml.js"]
+    return [n for n in need if not (NODE / n).is_file()]
+
+
+def check_versions() -> list[str]:
+    """Problems with the installed npm packages (empty when they match what the book's Python side needs)."""
+    problems = []
+    try:
+        pip_any = version("anywidget")
+    except PackageNotFoundError:
+        pip_any = None
+    npm_any = _pkg_version("anywidget")
+    if pip_any is not None and pip_any != npm_any:
+        problems.append(f"npm anywidget {npm_any} differs from the Python anywidget {pip_any}: set "
+                        f'"anywidget": "{pip_any}" in package.json and run `npm install`')
+    hm = _pkg_version("@jupyter-widgets/html-manager")
+    if hm != HTML_MANAGER:
+        problems.append(f"@jupyter-widgets/html-manager is {hm}, expected {HTML_MANAGER}: run `npm ci`")
+    if not _pkg_version("mathjax").startswith("3."):
+        problems.append(f"mathjax {_pkg_version('mathjax')} is not MathJax 3: run `npm ci`")
+    return problems
+
+
+def vendor() -> dict[str, str]:
+    """Copy the libraries into _vendor/vendor/ (replacing what was there); return {package: version}."""
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    _copy(NODE / "requirejs" / "require.js", OUT / "require.js")
+    hm = NODE / "@jupyter-widgets" / "html-manager" / "dist"
+    for f in hm.iterdir():  # the bundle and the icon fonts it references by hashed file name
+        if f.name == "embed-amd.js" or f.suffix in {".woff2", ".woff"}:  # browsers take woff2 before .ttf/.eot/.svg
+            _copy(f, OUT / "html-manager" / f.name)
+    _copy(NODE / "anywidget" / "dist" / "index.js", OUT / "anywidget" / "index.js")
+    mj = NODE / "mathjax" / "es5"
+    for part in MATHJAX_PARTS:
+        _copy(mj / part, OUT / "mathjax" / part)
+    (OUT / "seqviz-offline.js").write_text(OFFLINE_JS)
+    versions, notice = {}, {}
+    for pkg, sub in [("requirejs", "."), ("@jupyter-widgets/html-manager", "html-manager"),
+                     ("anywidget", "anywidget"), ("mathjax", "mathjax")]:
+        meta = json.loads((NODE / pkg / "package.json").read_text())
+        versions[pkg] = meta["version"]
+        notice[pkg] = {"version": meta["version"], "license": meta.get("license", "see the package"),
+                       "copied_to": f"vendor/{sub}".rstrip("/.")}
+        lic = NODE / pkg / "LICENSE"
+        if lic.is_file() and sub != ".":
+            _copy(lic, OUT / sub / "LICENSE")
+    (OUT / "versions.json").write_text(json.dumps({"mode": "offline", "packages": notice}, indent=2) + "\n")
+    return versions
+
+
+def write_cdn_fallback() -> None:
+    """Forwarding files at the vendored paths that load the public CDN copies (the book then needs a network)."""
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    (OUT / "html-manager").mkdir(parents=True)
+    (OUT / "mathjax").mkdir()
+    (OUT / "require.js").write_text(
+        FALLBACK_NOTE + f"document.write('<script src=\"{CDN['require']}\"><\\/script>');\n")
+    (OUT / "seqviz-offline.js").write_text(FALLBACK_NOTE + "// (nothing to configure: modules come from the CDN)\n")
+    (OUT / "html-manager" / "embed-amd.js").write_text(
+        FALLBACK_NOTE + f"document.write('<script src=\"{CDN['embed']}\" "
+        f"data-jupyter-widgets-cdn=\"{CDN['widgets']}\"><\\/script>');\n")
+    (OUT / "mathjax" / "tex-mml-chtml.js").write_text(
+        FALLBACK_NOTE + "(function () { var s = document.createElement('script');\n"
+        f"  s.src = '{CDN['mathjax']}'; s.async = true; document.head.appendChild(s); }})();\n")
+    (OUT / "versions.json").write_text(json.dumps({"mode": "cdn"}, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only check node_modules; exit 1 if it cannot be vendored")
+    args = ap.parse_args(argv)
+    missing = missing_packages()
+    if missing:
+        msg = (f"WARNING: node_modules/ lacks {', '.join(missing)} (is npm installed? run `npm ci`).\n"
+               f"WARNING: the book will load MathJax, require.js, the widget manager and anywidget from public CDNs:\n"
+               f"WARNING: it will NOT read offline (math and widgets blank without a network).")
+        print(msg, file=sys.stderr)
+        if args.check:
+            return 1
+        write_cdn_fallback()
+        print(f"wrote CDN forwarding files to {OUT.relative_to(ROOT)}/", file=sys.stderr)
+        return 0
+    problems = check_versions()
+    if problems:
+        for p in problems:
+            print(f"ERROR: {p}", file=sys.stderr)
+        return 1
+    if args.check:
+        print("node_modules/ has everything the book needs")
+        return 0
+    versions = vendor()
+    size = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
+    print(f"vendored for offline reading into {OUT.relative_to(ROOT)}/ ({size / 1e6:.1f} MB): "
+          + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

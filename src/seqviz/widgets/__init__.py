@@ -1,0 +1,18 @@
+"""Browser-side widgets: the interaction lives in hand-written ES modules (``static/*.js``), so the widgets stay live
+in JupyterLab/Notebook and in the static HTML book with no kernel. Python checks inputs and packs compact state.
+
+- :class:`AttentionHeatmap`: attention weights (L, H, Tq, Tk) with layer/head selectors, all-heads grid, masking.
+- :class:`LSTMGates`: an LSTM's gates and states (SLP 9.22-9.29) over units and time, with a time-step slider.
+- :class:`PositionalMatrix`: sine/cosine positional encodings computed in the browser (reference:
+  :func:`sinusoidal_encoding`).
+- :class:`NextTokenDistribution`: top-k next-token probabilities with a temperature slider and sampling.
+
+Each has ``.to_figure()``, a static matplotlib rendering for print.
+"""
+from .attention import AttentionHeatmap, causal_mask, prepare_attention
+from .lstm_gates import GATES, LSTMGates, prepare_gates
+from .next_token import NextTokenDistribution, prepare_logits
+from .positional import PositionalMatrix, sinusoidal_encoding
+
+__all__ = ["AttentionHeatmap", "LSTMGates", "PositionalMatrix", "NextTokenDistribution", "sinusoidal_encoding",
+           "causal_mask", "prepare_attention", "prepare_gates", "prepare_logits", "GATES"]

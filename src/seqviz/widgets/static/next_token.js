@@ -1,0 +1,176 @@
+// NextTokenDistribution view (anywidget ES module, self-contained). Temperature is applied here, in the browser:
+//   p_i = softmax(z / T)_i = exp((z_i - z_max) / T) / sum_j exp((z_j - z_max) / T)
+// State: logits = float32 little-endian bytes sorted from highest to lowest (-inf allowed), tokens in the same order,
+// ids = int32 vocabulary ids, temperature, top_k, k_max, t_min, t_max, sample_top_k, seed, title.
+// Token text is only ever set with textContent.
+
+function bytesOf(v) {
+  if (v instanceof DataView || ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  return new Uint8Array(0);
+}
+
+function floats32(v) {
+  const b = bytesOf(v);
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = new Float64Array(b.byteLength / 4);
+  for (let i = 0; i < out.length; i++) out[i] = dv.getFloat32(4 * i, true);
+  return out;
+}
+
+// softmax(z / T) for z sorted descending (z[0] is the finite maximum); exported for tests.
+export function softmaxT(z, T) {
+  const p = new Float64Array(z.length);
+  let total = 0;
+  for (let i = 0; i < z.length; i++) { p[i] = Math.exp((z[i] - z[0]) / T); total += p[i]; }
+  for (let i = 0; i < z.length; i++) p[i] /= total;
+  return p;
+}
+
+// Small seeded PRNG (mulberry32) so the sample button gives the same draws on every page load.
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Whitespace-only tokens (spaces, newlines of character-level models) are shown with visible symbols.
+const visible = (t) => (t.trim() !== "" ? t
+  : t.replace(/ /g, "\u2423").replace(/\n/g, "\u23ce").replace(/\t/g, "\u21e5"));
+
+function h(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function render({ model, el }) {
+  const root = h("div", "seqviz sv-next");
+  el.appendChild(root);
+  const title = h("div", "sv-title");
+  const controls = h("div", "sv-controls");
+  const tLabel = h("label", "sv-control", "temperature T ");
+  const tIn = h("input", "sv-temperature");
+  tIn.type = "range";
+  tIn.step = "0.01";
+  const tVal = h("span", "sv-value");
+  tLabel.append(tIn, tVal);
+  const kLabel = h("label", "sv-control", "top k ");
+  const kIn = h("input", "sv-top-k");
+  kIn.type = "range";
+  kIn.min = "1";
+  kIn.step = "1";
+  const kVal = h("span", "sv-value");
+  kLabel.append(kIn, kVal);
+  controls.append(tLabel, kLabel);
+  const stats = h("div", "sv-readout sv-stats");
+  const bars = h("div", "sv-bars");
+  const sampleRow = h("div", "sv-controls");
+  const button = h("button", "sv-sample", "sample 20 tokens");
+  button.type = "button";
+  const onlyLabel = h("label", "sv-control");
+  const only = h("input", "sv-only-top-k");
+  only.type = "checkbox";
+  onlyLabel.append(only, " only from the top k");
+  sampleRow.append(button, onlyLabel);
+  const samples = h("div", "sv-samples");
+  root.append(title, controls, stats, bars, sampleRow, samples);
+
+  let z = null, tokens = null, p = null, clicks = 0;
+  // log-scale temperature slider: position x in [0, 1] <-> T = t_min * (t_max / t_min)^x
+  const toX = (T) => Math.log(T / model.get("t_min")) / Math.log(model.get("t_max") / model.get("t_min"));
+  const toT = (x) => model.get("t_min") * Math.pow(model.get("t_max") / model.get("t_min"), x);
+  tIn.min = "0"; tIn.max = "1"; tIn.step = "0.005";
+
+  tIn.addEventListener("input", () => {
+    model.set("temperature", Math.round(toT(parseFloat(tIn.value)) * 1000) / 1000);
+    model.save_changes();
+  });
+  kIn.addEventListener("input", () => { model.set("top_k", parseInt(kIn.value, 10)); model.save_changes(); });
+  only.addEventListener("change", () => { model.set("sample_top_k", only.checked); model.save_changes(); });
+  button.addEventListener("click", () => { clicks += 1; drawSamples(); });
+
+  function readData() {
+    z = floats32(model.get("logits"));
+    tokens = model.get("tokens");
+    kIn.max = String(model.get("k_max"));
+    samples.replaceChildren();
+    clicks = 0;
+  }
+
+  function drawSamples() {
+    if (clicks === 0) { samples.replaceChildren(); return; }
+    const k = model.get("top_k");
+    const n = model.get("sample_top_k") ? k : p.length;
+    let mass = 0;
+    for (let i = 0; i < n; i++) mass += p[i];
+    const next = rng(model.get("seed") * 1000003 + clicks);
+    const chips = [];
+    for (let s = 0; s < 20; s++) {
+      let u = next() * mass, i = 0;
+      while (i < n - 1 && u >= p[i]) { u -= p[i]; i++; }
+      const chip = h("span", "sv-sample sv-tok-inline", visible(tokens[i]));
+      chip.title = `rank ${i + 1}, p = ${p[i].toFixed(4)}`;
+      chips.push(chip);
+    }
+    samples.replaceChildren(...chips);
+  }
+
+  function draw() {
+    const T = model.get("temperature");
+    const k = Math.min(model.get("top_k"), tokens.length);
+    p = softmaxT(z, T);
+    tIn.value = String(toX(T));
+    tVal.textContent = T.toFixed(T < 1 ? 3 : 2);
+    kIn.value = String(k);
+    kVal.textContent = String(k);
+    only.checked = model.get("sample_top_k");
+    title.textContent = model.get("title");
+    title.hidden = !model.get("title");
+    let H = 0, topMass = 0;
+    for (let i = 0; i < p.length; i++) if (p[i] > 0) H -= p[i] * Math.log2(p[i]);
+    for (let i = 0; i < k; i++) topMass += p[i];
+    stats.textContent = `V = ${p.length}; entropy ${H.toFixed(3)} bits (perplexity ${Math.pow(2, H).toFixed(2)}); ` +
+      `the top ${k} hold ${(100 * topMass).toFixed(1)}% of the probability`;
+    const rows = [];
+    for (let i = 0; i < k; i++) {
+      const label = h("span", "sv-tok sv-bar-label", visible(tokens[i]));
+      label.title = tokens[i];
+      const track = h("div", "sv-bar-track");
+      const bar = h("div", "sv-bar");
+      bar.style.width = `${(100 * p[i]) / p[0]}%`;
+      track.appendChild(bar);
+      rows.push(label, track, h("span", "sv-bar-value", p[i].toFixed(4)));
+    }
+    bars.replaceChildren(...rows);
+    root.dataset.temperature = String(T);
+    root.dataset.topK = String(k);
+    drawSamples();
+  }
+
+  let pending = null;
+  const schedule = (data) => {
+    if (pending !== null) { pending = pending || data; return; }
+    pending = data;
+    queueMicrotask(() => { const d = pending; pending = null; if (d) readData(); draw(); });
+  };
+  const dataKeys = ["logits", "tokens", "ids", "k_max"];
+  const viewKeys = ["temperature", "top_k", "sample_top_k", "seed", "title", "t_min", "t_max"];
+  const onData = () => schedule(true), onView = () => schedule(false);
+  dataKeys.forEach((k) => model.on(`change:${k}`, onData));
+  viewKeys.forEach((k) => model.on(`change:${k}`, onView));
+  readData();
+  draw();
+  return () => {
+    dataKeys.forEach((k) => model.off(`change:${k}`, onData));
+    viewKeys.forEach((k) => model.off(`change:${k}`, onView));
+  };
+}
+
+export default { render };

@@ -1,0 +1,99 @@
+"""Fixtures for the built-book browser tests; helpers, the allow-list and its reasons are in svbrowser.py."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from urllib.parse import urlparse
+
+import pytest
+
+from svbrowser import (ALLOWED_404, ALLOWED_CONSOLE_ERRORS, ALLOWED_PAGE_ERRORS, CHROMIUM, CHROMIUM_ARGS, PageLog,
+                       is_loopback, require_book, wait_until_rendered)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site() -> str:
+    """Base URL of the built book served on 127.0.0.1 at a free port."""
+    root = require_book()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=root))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (never `playwright install`)",
+                    pytrace=False)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)  # fresh profile
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def open_page(browser, site):
+    """open_page(path) -> (page, log): load a book page with every non-loopback request blocked and recorded."""
+    contexts = []
+
+    def _open(path: str, width: int = 1300, height: int = 900):
+        ctx = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+        contexts.append(ctx)
+        log = PageLog()
+
+        def route(r):
+            if is_loopback(r.request.url):
+                r.continue_()
+            else:
+                log.external.append(r.request.url)
+                r.abort()
+
+        ctx.route("**/*", route)
+        page = ctx.new_page()
+
+        def on_console(msg):
+            if msg.type == "error":
+                url = (msg.location or {}).get("url", "")
+                if "404" in msg.text and urlparse(url).path in ALLOWED_404:
+                    return
+                if any(p.search(msg.text) for p in ALLOWED_CONSOLE_ERRORS):
+                    return
+                log.errors.append(f"console error: {msg.text} at {url}")
+            elif msg.type == "warning" and "anywidget" in msg.text:
+                log.errors.append(f"anywidget warning: {msg.text}")
+
+        def on_page_error(err):
+            text = str(err)
+            if not any(p.search(text) for p in ALLOWED_PAGE_ERRORS):
+                log.errors.append(f"uncaught: {text}")
+
+        def on_dialog(d):
+            log.dialogs.append(d.message)
+            d.dismiss()
+
+        page.on("console", on_console)
+        page.on("pageerror", on_page_error)
+        page.on("dialog", on_dialog)
+        page.on("request", lambda r: log.requests.append(r.url))
+        page.on("websocket", lambda ws: None if is_loopback(ws.url) else log.external.append(ws.url))
+        page.goto(site + path, wait_until="load")
+        wait_until_rendered(page)
+        return page, log
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()
+
+

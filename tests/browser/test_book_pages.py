@@ -1,0 +1,45 @@
+"""Every page of the built book loads offline: no console errors beyond the allow-list, no request off loopback,
+every embedded widget renders, math is typeset by the vendored MathJax."""
+from __future__ import annotations
+
+import pytest
+
+from svbrowser import WIDGET_VIEWS, book_pages, require_book
+
+PAGES = book_pages()
+
+
+def test_the_book_is_built_with_the_visual_tools_page():
+    require_book()
+    assert "book/visual_tools.html" in PAGES, f"pages found: {PAGES}"
+
+
+@pytest.mark.parametrize("path", PAGES or ["(book not built: run `make book`)"])
+def test_page_loads_offline_without_errors(open_page, path):
+    page, log = open_page(path)
+    assert log.external == [], f"{path} made requests outside 127.0.0.1: {log.external}"
+    assert log.errors == [], f"{path} logged errors:\n" + "\n".join(log.errors)
+    assert log.dialogs == []
+    # math was typeset (no raw TeX left, no MathJax error boxes)
+    if page.locator(".math").count():
+        assert page.locator("mjx-container").count() > 0, f"{path}: MathJax did not typeset"
+        assert page.locator("mjx-merror").count() == 0
+    # each widget output of the page has its state saved with the page, and was rendered by the html-manager
+    views = page.evaluate(WIDGET_VIEWS)
+    assert views["with_state"] == views["total"], (
+        f"{path}: {views['total'] - views['with_state']} of {views['total']} widget outputs have no saved widget "
+        f"state, so they are blank in the book; re-execute the notebook so its widget state is stored")
+    rendered = page.evaluate("() => Array.from(document.querySelectorAll('.widget-subarea'))"
+                             ".filter(s => s.children.length > 0).length")
+    assert rendered >= views["total"]
+
+
+def test_visual_tools_page_loads_its_libraries_from_the_book_itself(open_page):
+    page, log = open_page("book/visual_tools.html")
+    paths = {r.split("?")[0].split("/", 3)[-1] for r in log.requests if r.startswith("http")}
+    for needed in ("vendor/require.js", "vendor/seqviz-offline.js", "vendor/html-manager/embed-amd.js",
+                   "vendor/anywidget/index.js", "vendor/mathjax/tex-mml-chtml.js"):
+        assert needed in paths, f"{needed} was not loaded from the book (requests: {sorted(paths)})"
+    assert page.locator(".seqviz").count() == 5
+    assert page.locator("mjx-container").count() >= 10
+    assert log.external == [] and log.errors == []

@@ -1,0 +1,297 @@
+"""Drive every widget of the built "Visual tools" page in chromium: each control changes the rendering, hover read-outs
+show the right numbers, token text stays text, the browser's numbers equal seqviz's Python ones, and the views follow
+traits set from Python (through the same model interface the kernel uses)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seqviz.decode import softmax_with_temperature
+from seqviz.widgets import sinusoidal_encoding
+from svbrowser import MOCK_RENDER, XSS, embedded_models
+
+PAGE = "book/visual_tools.html"
+
+
+def sig(locator) -> str:
+    """Pixels of a canvas, as a PNG data URL (equal strings = identical pixels)."""
+    return locator.evaluate("c => c.toDataURL()")
+
+
+def hover_cell(page, canvas, i, j, rows, cols):
+    """Move the mouse to the centre of cell (row i, column j) of a rows x cols canvas heatmap."""
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + (j + 0.5) * box["width"] / cols, box["y"] + (i + 0.5) * box["height"] / rows)
+
+
+def model_of(models, kind, **match):
+    for mid, m in models.items():
+        if m["kind"] == kind and all(m["state"].get(k) == v for k, v in match.items()):
+            return mid, m
+    raise AssertionError(f"no embedded {kind} widget matching {match}")
+
+
+@pytest.fixture
+def tools(open_page):
+    page, log = open_page(PAGE)
+    yield page
+    assert log.external == [] and log.errors == [] and log.dialogs == []
+
+
+# ------------------------------------------------------------------------------------------- attention -----------
+
+
+def test_attention_layer_head_and_grid_controls_change_the_rendering(tools):
+    page = tools
+    root = page.locator(".sv-att").first
+    heat = root.locator("canvas.sv-heat")
+    assert root.get_attribute("data-shape") == "2x4x16x16"
+    before = sig(heat)
+    root.locator("select.sv-layer").select_option("1")
+    assert root.get_attribute("data-layer") == "1"
+    after_layer = sig(root.locator("canvas.sv-heat"))
+    assert after_layer != before
+    root.locator("select.sv-head").select_option("3")
+    assert root.get_attribute("data-head") == "3"
+    assert sig(root.locator("canvas.sv-heat")) != after_layer
+    root.locator("select.sv-head").select_option("all")
+    grid = root.locator(".sv-att-grid canvas")
+    assert root.get_attribute("data-head") == "all" and grid.count() == 4
+    assert len({sig(grid.nth(h)) for h in range(4)}) == 4  # four different heads
+    grid.nth(2).click()
+    assert root.get_attribute("data-head") == "2" and root.locator(".sv-att-grid").count() == 0
+    assert root.locator("select.sv-head").input_value() == "2"
+
+
+def test_attention_hover_shows_tokens_and_the_stored_weight(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "AttentionHeatmap", shape=[2, 4, 16, 16])
+    L, H, Tq, Tk = m["state"]["shape"]
+    w = np.frombuffer(m["buffers"]["weights"], np.uint8).reshape(L, H, Tq, Tk) / 255 * m["state"]["vmax"]
+    q = m["state"]["query_tokens"]
+    root = page.locator(".sv-att").first
+    heat = root.locator("canvas.sv-heat")
+    i, j = 5, 2
+    hover_cell(page, heat, i, j, Tq, Tk)
+    text = root.locator(".sv-readout").text_content()
+    assert f"layer 0, head 0: query \u201c{q[i]}\u201d ({i}) \u2192 key \u201c{q[j]}\u201d ({j}): {w[0, 0, i, j]:.3f}" \
+        == text
+    assert root.locator(".sv-query.sv-hl").text_content() == q[i]
+    assert root.locator(".sv-key.sv-hl").text_content() == q[j]
+    hover_cell(page, heat, 1, 4, Tq, Tk)  # above the diagonal: masked
+    assert root.locator(".sv-readout").text_content().endswith(": masked")
+    assert root.locator(".sv-legend-masked").count() == 1
+
+
+def test_cross_attention_and_the_xss_token_shows_as_text(tools):
+    page = tools
+    cross = page.locator(".sv-att").nth(1)
+    assert cross.get_attribute("data-shape") == "1x1x3x8"
+    key = cross.locator(".sv-key").nth(7)
+    assert key.text_content() == XSS
+    assert key.evaluate("e => e.children.length") == 0  # a text node, not an element
+    assert page.locator(".seqviz img").count() == 0
+    hover_cell(page, cross.locator("canvas.sv-heat"), 1, 7, 3, 8)
+    assert XSS in cross.locator(".sv-readout").text_content()
+
+
+# ------------------------------------------------------------------------------------------ LSTM gates -----------
+
+
+def test_lstm_gate_selector_slider_and_token_strip(tools):
+    page = tools
+    root = page.locator(".sv-lstm")
+    mid, m = model_of(embedded_models(page), "LSTMGates")
+    tokens = m["state"]["tokens"]
+    assert root.get_attribute("data-gate") == "f" and root.get_attribute("data-step") == "7"
+    heat = root.locator("canvas.sv-heat")
+    before = sig(heat)
+    root.locator("select.sv-gate").select_option("c")
+    assert root.get_attribute("data-gate") == "c" and sig(heat) != before
+    assert "c_t cell state (9.27)" in root.locator(".sv-legend").text_content()
+    step_cells = root.locator("canvas.sv-step-cells").first
+    cells_before = sig(step_cells)
+    root.locator("input.sv-step").fill("20")
+    assert root.get_attribute("data-step") == "20"
+    assert root.locator(".sv-current").text_content() == tokens[20].replace(" ", "\u2423")
+    assert sig(step_cells) != cells_before
+    root.locator(".sv-strip .sv-tok").nth(3).click()
+    assert root.get_attribute("data-step") == "3"
+    T, U = m["state"]["shape"]
+    hover_cell(page, heat, 2, 4, U, T)
+    assert root.locator(".sv-readout").text_content().startswith(f"unit 2, t = 4 \u201c{tokens[4]}\u201d: c_t = ")
+
+
+# ------------------------------------------------------------------------------------------ positional -----------
+
+
+def test_positional_sliders_inputs_change_the_rendering(tools):
+    page = tools
+    root = page.locator(".sv-pos")
+    enc, curves, sim = (root.locator(f"canvas.{c}") for c in ("sv-enc", "sv-curves", "sv-sim"))
+    s0 = [sig(enc), sig(curves), sig(sim)]
+    root.locator("input.sv-d-model").fill("128")
+    assert root.get_attribute("data-d-model") == "128"
+    s1 = [sig(enc), sig(curves), sig(sim)]
+    assert s1[0] != s0[0] and s1[2] != s0[2]
+    root.locator("input.sv-max-len").fill("200")
+    assert root.get_attribute("data-max-len") == "200" and sig(sim) != s1[2]
+    root.locator("input.sv-base").fill("3")
+    assert root.get_attribute("data-base") == "1000" and sig(curves) != s1[1]
+    c2 = sig(curves)
+    root.locator("input.sv-dims").fill("0, 1")
+    root.locator("input.sv-dims").press("Enter")
+    assert sig(curves) != c2 and "dim 0 (sin, i=0)" in root.locator(".sv-legend").nth(1).text_content()
+    root.locator("input.sv-pos-p").fill("10")
+    root.locator("input.sv-pos-p").press("Enter")
+    assert root.locator(".sv-pair").text_content().startswith("P[10] \u00b7 P[60] = ")
+    root.locator("input.sv-dims").fill("999")
+    root.locator("input.sv-dims").press("Enter")
+    assert "between 0 and 127" in root.locator(".sv-note").text_content()
+
+
+def test_positional_numbers_in_the_browser_equal_python(tools):
+    page = tools
+    mid, _ = model_of(embedded_models(page), "PositionalMatrix")
+    for max_len, d, base in [(100, 64, 10000.0), (37, 7, 10.0), (512, 512, 10000.0), (3, 2, 1.5)]:
+        js = page.evaluate(
+            """async ([mid, n, d, base]) => {
+                 const s = JSON.parse(document.querySelector(
+                   'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state[mid].state;
+                 const mod = await import(URL.createObjectURL(new Blob([s._esm], {type: "text/javascript"})));
+                 const P = mod.sinusoidalEncoding(n, d, base);
+                 const S = n <= 100 ? Array.from(mod.dotProducts(P, n, d)) : [];
+                 return [Array.from(P), S];
+               }""", [mid, max_len, d, base])
+        P = sinusoidal_encoding(max_len, d, base)
+        np.testing.assert_allclose(np.array(js[0]).reshape(max_len, d), P, rtol=0, atol=1e-12)
+        if js[1]:
+            np.testing.assert_allclose(np.array(js[1]).reshape(max_len, max_len), P @ P.T, rtol=0, atol=1e-9)
+    # and what the rendered widget reports on hover is Python's number
+    root = page.locator(".sv-pos")
+    hover_cell(page, root.locator("canvas.sv-enc"), 22, 9, 100, 64)
+    assert root.locator(".sv-hover").text_content().startswith(
+        f"P[22, 9] = {sinusoidal_encoding(100, 64)[22, 9]:.4f}")
+    assert root.locator(".sv-pair").text_content().startswith(
+        f"P[22] \u00b7 P[60] = {(sinusoidal_encoding(100, 64) @ sinusoidal_encoding(100, 64).T)[22, 60]:.3f}")
+
+
+# ---------------------------------------------------------------------------------------- next token -------------
+
+
+def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
+    page = tools
+    root = page.locator(".sv-next")
+    mid, m = model_of(embedded_models(page), "NextTokenDistribution")
+    z = np.frombuffer(m["buffers"]["logits"], "<f4").astype(np.float64)
+    assert root.locator(".sv-bar-label").count() == 15
+    values0 = root.locator(".sv-bar-value").all_text_contents()
+    root.locator("input.sv-temperature").fill("0.2")
+    T = float(root.get_attribute("data-temperature"))
+    assert T < 0.5
+    values = root.locator(".sv-bar-value").all_text_contents()
+    assert values != values0
+    p = softmax_with_temperature(z, T).numpy()  # z is sorted from the highest, so bars are p[0], p[1], ...
+    assert values == [f"{x:.4f}" for x in p[:15]]
+    root.locator("input.sv-top-k").fill("5")
+    assert root.locator(".sv-bar-label").count() == 5 and root.get_attribute("data-top-k") == "5"
+    assert root.locator(".sv-bar-label").all_text_contents() == m["state"]["tokens"][:5]
+
+
+def test_next_token_sampling_button_and_top_k_box(tools):
+    page = tools
+    root = page.locator(".sv-next")
+    tokens = set(model_of(embedded_models(page), "NextTokenDistribution")[1]["state"]["tokens"])
+    root.locator("button.sv-sample").click()
+    first = root.locator(".sv-samples .sv-sample").all_text_contents()
+    assert len(first) == 20 and set(first) <= tokens
+    root.locator("button.sv-sample").click()
+    assert root.locator(".sv-samples .sv-sample").all_text_contents() != first
+    root.locator("input.sv-top-k").fill("1")
+    root.locator("input.sv-only-top-k").check()
+    root.locator("button.sv-sample").click()
+    assert set(root.locator(".sv-samples .sv-sample").all_text_contents()) == {"lord"}
+
+
+# ------------------------------------------------------------------ Python -> browser updates, XSS everywhere ----
+
+
+def mock(page, mid, **overrides) -> int:
+    return page.evaluate(MOCK_RENDER, {"modelId": mid, "overrides": overrides})
+
+
+def kernel_sets(page, handle, name, value):
+    """What a trait change from Python does in the browser: model.set fires change:<name>."""
+    page.evaluate("([h, k, v]) => window.__svMocks[h].model.set(k, v)", [handle, name, value])
+    page.wait_for_timeout(30)
+
+
+def data(page, handle, attr):
+    return page.evaluate("([h, a]) => window.__svMocks[h].el.firstChild.dataset[a]", [handle, attr])
+
+
+def test_views_follow_traits_set_from_python(tools):
+    page = tools
+    models = embedded_models(page)
+    att, _ = model_of(models, "AttentionHeatmap", shape=[2, 4, 16, 16])
+    h = mock(page, att)
+    kernel_sets(page, h, "layer", 1)
+    kernel_sets(page, h, "head", 2)
+    assert (data(page, h, "layer"), data(page, h, "head")) == ("1", "2")
+    kernel_sets(page, h, "view", "grid")
+    assert page.locator("#sv-mock-0 .sv-att-grid canvas").count() == 4
+    # new data from Python (set_data): a (1, 1, 2, 2) attention with new tokens
+    page.evaluate("""h => { const m = window.__svMocks[h].model;
+        m.set("weights", new DataView(new Uint8Array([255, 0, 128, 127]).buffer)); m.set("shape", [1, 1, 2, 2]);
+        m.set("mask", new DataView(new ArrayBuffer(0))); m.set("mask_shape", []);
+        m.set("query_tokens", ["x", "y"]); m.set("key_tokens", ["x", "y"]); m.set("layer", 0); m.set("head", 0); }""",
+                  h)
+    page.wait_for_timeout(30)
+    assert data(page, h, "shape") == "1x1x2x2"
+
+    lstm, _ = model_of(models, "LSTMGates")
+    h = mock(page, lstm)
+    kernel_sets(page, h, "gate", "o")
+    kernel_sets(page, h, "step", 30)
+    assert (data(page, h, "gate"), data(page, h, "step")) == ("o", "30")
+
+    pos, _ = model_of(models, "PositionalMatrix")
+    h = mock(page, pos)
+    kernel_sets(page, h, "d_model", 16)
+    kernel_sets(page, h, "positions", [3, 9])
+    assert data(page, h, "dModel") == "16"
+    assert page.locator(f"#sv-mock-{h} .sv-pair").text_content().startswith("P[3] \u00b7 P[9] = ")
+
+    nxt, _ = model_of(models, "NextTokenDistribution")
+    h = mock(page, nxt)
+    kernel_sets(page, h, "temperature", 2.5)
+    kernel_sets(page, h, "top_k", 3)
+    assert data(page, h, "temperature") == "2.5"
+    assert page.locator(f"#sv-mock-{h} .sv-bar-label").count() == 3
+
+
+def test_xss_token_is_text_in_every_widget(tools):
+    page = tools
+    models = embedded_models(page)
+    handles = []
+    att, m = model_of(models, "AttentionHeatmap", shape=[2, 4, 16, 16])
+    handles.append(mock(page, att, query_tokens=[XSS] * 16, key_tokens=[XSS] * 16, title=XSS))
+    lstm, m = model_of(models, "LSTMGates")
+    handles.append(mock(page, lstm, tokens=[XSS] * m["state"]["shape"][0], labels=[XSS] * len(m["state"]["gates"]),
+                        title=XSS))
+    pos, _ = model_of(models, "PositionalMatrix")
+    handles.append(mock(page, pos, title=XSS))
+    nxt, m = model_of(models, "NextTokenDistribution")
+    handles.append(mock(page, nxt, tokens=[XSS] * len(m["state"]["tokens"]), title=XSS))
+    page.wait_for_timeout(50)
+    for h in handles:
+        el = page.locator(f"#sv-mock-{h}")
+        assert el.locator("img").count() == 0
+        assert el.locator(".sv-title").text_content() == XSS
+    assert page.locator(f"#sv-mock-{handles[0]} .sv-key").first.text_content() == XSS
+    assert page.locator(f"#sv-mock-{handles[1]} .sv-strip .sv-tok").first.text_content() == XSS
+    assert page.locator(f"#sv-mock-{handles[3]} .sv-bar-label").first.text_content() == XSS
+    page.locator(f"#sv-mock-{handles[3]} button.sv-sample").click()
+    assert set(page.locator(f"#sv-mock-{handles[3]} .sv-samples .sv-sample").all_text_contents()) == {XSS}
+    assert page.locator("img[src=x]").count() == 0
