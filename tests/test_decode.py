@@ -26,6 +26,10 @@ def test_temperature_softmax_is_a_distribution_and_equals_p_pow(z, T):
         assert torch.allclose(p, q / q.sum(), atol=1e-8)
 
 
+def test_numpy_temperature_is_a_number():
+    assert torch.allclose(softmax_with_temperature([1.0, 2.0], np.float32(0.5)), softmax_with_temperature([1.0, 2.0], 0.5))
+
+
 def test_temperature_extremes():
     z = torch.tensor([1.0, 3.0, 2.0])
     assert softmax_with_temperature(z, 1e-3).argmax() == 1 and softmax_with_temperature(z, 1e-3).max() > 0.999

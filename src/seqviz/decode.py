@@ -9,6 +9,7 @@ softmax(z / T) is p^(1/T) renormalised.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ def _as_logits(logits) -> torch.Tensor:
 
 
 def _check_temperature(temperature: float) -> float:
-    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or math.isnan(temperature):
+    if not isinstance(temperature, numbers.Real) or isinstance(temperature, bool) or math.isnan(temperature):
         raise TypeError(f"temperature must be a number, got {temperature!r}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 (got {temperature}); for the most likely token use "
