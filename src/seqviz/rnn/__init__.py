@@ -1,0 +1,31 @@
+"""Chapter 3: recurrent networks, in the notation of SLP 3rd ed., ch. 9.
+
+An Elman cell computes one step, h_t = g(U h_{t-1} + W x_t) (9.3); a layer loops the cell over time; the models put
+embeddings E before it and an output matrix V (or E^T, with weight tying) after it. Every scratch layer has a fused
+twin (`torch.nn.RNN` running *our* parameters through `torch.func.functional_call`), proven equal in the tests and
+used for training by default.
+
+Read in this order:
+- `elman`     ElmanCell, elman_scan (forward inference, Fig. 9.4), ElmanRNN (stacked, bidirectional, masks)
+- `bptt`      backpropagation through time by hand, gradient norms against distance (vanishing gradients)
+- `lm`        RNNLM (9.6-9.8, tying 9.14-9.16), the sentence stream, windows and steps for truncated BPTT
+- `labeling`  RNNTagger and RNNClassifier (last / mean / max pooling, 9.17) with padding masks
+
+Shapes, batch first: B batch, T time, d_in input width, d_h hidden width, L layers, K directions (1 or 2),
+V vocabulary size (the matrix V is the output layer; the context tells which is meant).
+"""
+
+from ._checks import IGNORE_INDEX
+from .bptt import BPTTGrads, elman_bptt, grad_norm_by_distance, lm_grad_norm_by_distance, rnnlm_manual_gradients
+from .elman import ElmanCell, ElmanRNN, elman_scan
+from .labeling import (PaddedBatches, RNNClassifier, RNNClassifierConfig, RNNTagger, RNNTaggerConfig,
+                       accuracy)
+from .lm import RNNLM, RNNLMConfig, lm_batches, lm_step, sentence_stream
+
+__all__ = [
+    "IGNORE_INDEX",
+    "ElmanCell", "elman_scan", "ElmanRNN",
+    "BPTTGrads", "elman_bptt", "rnnlm_manual_gradients", "grad_norm_by_distance", "lm_grad_norm_by_distance",
+    "RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step",
+    "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches",
+]

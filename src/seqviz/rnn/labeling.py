@@ -1,0 +1,241 @@
+"""Sequence labeling (one label per token) and sequence classification (one label per sequence, from the last state
+or a pooling of all states, 9.17), with padding masks; plus their batches and accuracy metric.
+
+Shapes: B batch, T time, d_emb, d_h, d_out (2 d_h for a concatenated bidirectional RNN), L layers, K directions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqviz.data import pad_batch
+
+from ._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
+                      _check_targets)
+from .elman import ElmanRNN
+
+__all__ = ["RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches"]
+
+
+def _encode(model, idx: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Embed and run the RNN with a padding mask (given, or idx != pad_id). -> (h (B, T, d_out), h_n, mask)."""
+    c = model.config
+    _check_ids(idx, c.vocab_size)
+    if mask is None:
+        mask = idx != c.pad_id if c.pad_id is not None else torch.ones_like(idx, dtype=torch.bool)
+    e = model.drop(model.E(idx))                                                  # (B, T, d_emb)
+    h, h_n = model.rnn(e, None, mask)                                             # (B, T, d_out), (L*K, B, d_h)
+    return model.drop(h), h_n, mask
+
+
+def _check_encoder_config(c) -> None:
+    _check_positive(vocab_size=c.vocab_size, d_emb=c.d_emb, d_h=c.d_h, num_layers=c.num_layers)
+    _check_choice("merge", c.merge, _MERGES)
+    _check_choice("nonlinearity", c.nonlinearity, tuple(_NONLINEARITIES))
+    _check_choice("impl", c.impl, _IMPLS)
+    if not 0 <= c.dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {c.dropout}")
+    if c.pad_id is not None and not 0 <= c.pad_id < c.vocab_size:
+        raise ValueError(f"pad_id {c.pad_id} is outside the vocabulary [0, {c.vocab_size})")
+
+
+@dataclass
+class RNNTaggerConfig:
+    """Sequence labeling, one label per token. The defaults are the chapter's tagger; presets `tiny` and `full`."""
+
+    vocab_size: int
+    num_tags: int
+    d_emb: int = 64
+    d_h: int = 64
+    num_layers: int = 1
+    bidirectional: bool = True   # a tag may depend on the words after it
+    merge: str = "concat"        # how the two directions combine: "concat", "sum", "mean"
+    nonlinearity: str = "tanh"
+    dropout: float = 0.0
+    impl: str = "fused"
+    pad_id: int | None = 0       # padding id; when forward gets no mask, mask = idx != pad_id
+
+    def __post_init__(self):
+        _check_encoder_config(self)
+        _check_positive(num_tags=self.num_tags)
+
+    @classmethod
+    def tiny(cls, vocab_size: int, num_tags: int, **kw) -> "RNNTaggerConfig":
+        return cls(vocab_size, num_tags, **{"d_emb": 16, "d_h": 16, **kw})
+
+    @classmethod
+    def full(cls, vocab_size: int, num_tags: int, **kw) -> "RNNTaggerConfig":
+        return cls(vocab_size, num_tags, **{"d_emb": 100, "d_h": 128, "num_layers": 2, "dropout": 0.3, **kw})
+
+
+class RNNTagger(nn.Module):
+    """Sequence labeling: y_t = softmax(V h_t) at every real token.
+
+    forward(idx (B, T), targets (B, T) | None, mask (B, T) | None) -> (logits (B, T, n_tags), mean loss over real
+    tokens). Without a mask, mask = idx != pad_id.
+    """
+
+    def __init__(self, config: RNNTaggerConfig):
+        super().__init__()
+        self.config = c = config
+        self.E = nn.Embedding(c.vocab_size, c.d_emb)
+        self.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
+                            nonlinearity=c.nonlinearity, impl=c.impl)
+        self.V = nn.Linear(self.rnn.d_out, c.num_tags)
+        self.drop = nn.Dropout(c.dropout)
+        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None, mask: Tensor | None = None):
+        h, _, mask = _encode(self, idx, mask)                                     # (B, T, d_out)
+        # (9.5) y_t = softmax(V h_t), one label per token; the softmax lives in the loss
+        logits = self.V(h)                                                        # (B, T, n_tags)
+        loss = None
+        if targets is not None:
+            _check_targets(targets, tuple(idx.shape), self.config.num_tags, where=mask)
+            scored = mask & (targets != IGNORE_INDEX)                             # (B, T)
+            loss = F.cross_entropy(logits[scored], targets[scored])               # (n, n_tags) vs (n,)
+        return logits, loss
+
+
+@dataclass
+class RNNClassifierConfig:
+    """Sequence classification from the last state or a pooling of all states (9.17; bidirectional: Fig. 9.12).
+    The defaults are the chapter's classifier; presets `tiny` and `full`."""
+
+    vocab_size: int
+    num_classes: int
+    d_emb: int = 64
+    d_h: int = 64
+    num_layers: int = 1
+    bidirectional: bool = False
+    merge: str = "concat"
+    pooling: str = "last"        # "last" final state(s), "mean" (9.17) or "max" over the real tokens
+    nonlinearity: str = "tanh"
+    dropout: float = 0.0
+    impl: str = "fused"
+    pad_id: int | None = 0
+
+    def __post_init__(self):
+        _check_encoder_config(self)
+        _check_positive(num_classes=self.num_classes)
+        _check_choice("pooling", self.pooling, ("last", "mean", "max"))
+
+    @classmethod
+    def tiny(cls, vocab_size: int, num_classes: int, **kw) -> "RNNClassifierConfig":
+        return cls(vocab_size, num_classes, **{"d_emb": 16, "d_h": 16, **kw})
+
+    @classmethod
+    def full(cls, vocab_size: int, num_classes: int, **kw) -> "RNNClassifierConfig":
+        return cls(vocab_size, num_classes, **{"d_emb": 100, "d_h": 128, "num_layers": 2, "bidirectional": True,
+                                               "pooling": "mean", "dropout": 0.3, **kw})
+
+
+class RNNClassifier(nn.Module):
+    """An RNN sequence classifier: y = softmax(V h_pool); forward(idx, targets, mask) -> (logits (B, n), loss).
+
+    pooling "last" uses the final state h_n; bidirectional, it combines the forward RNN's state after the last
+    token with the backward RNN's state after the first (Fig. 9.12).
+    """
+
+    def __init__(self, config: RNNClassifierConfig):
+        super().__init__()
+        self.config = c = config
+        self.E = nn.Embedding(c.vocab_size, c.d_emb)
+        self.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
+                            nonlinearity=c.nonlinearity, impl=c.impl)
+        self.V = nn.Linear(self.rnn.d_out, c.num_classes)
+        self.drop = nn.Dropout(c.dropout)
+        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+
+    def pool(self, h: Tensor, h_n: Tensor, mask: Tensor) -> Tensor:
+        """(B, T, d_out) outputs, (L*K, B, d_h) final states, (B, T) mask -> (B, d_out)."""
+        how = self.config.pooling
+        if how == "mean":
+            # (9.17) h_mean = (1/n) sum_i h_i over the n real tokens (outputs are 0 at padding)
+            return h.sum(1) / mask.sum(1, keepdim=True)                           # (B, d_out)
+        if how == "max":
+            return h.masked_fill(~mask[..., None], float("-inf")).amax(1)         # (B, d_out)
+        K = self.rnn.num_directions
+        top = self.drop(h_n[-K:])                                                 # (K, B, d_h) top layer's h_n
+        if K == 1:
+            return top[0]                                                         # (B, d_h)
+        if self.rnn.merge == "concat":
+            return torch.cat([top[0], top[1]], -1)                                # (B, 2 d_h) [h^f_n; h^b_1]
+        return top.sum(0) if self.rnn.merge == "sum" else top.mean(0)             # (B, d_h)
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None, mask: Tensor | None = None):
+        h, h_n, mask = _encode(self, idx, mask)                                   # (B, T, d_out), (L*K, B, d_h)
+        # y = softmax(V h_pool): one label for the whole sequence
+        logits = self.V(self.pool(h, h_n, mask))                                  # (B, n_classes)
+        loss = None
+        if targets is not None:
+            _check_targets(targets, (idx.shape[0],), self.config.num_classes)
+            loss = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+        return logits, loss
+
+
+def accuracy(model: nn.Module, batch) -> dict[str, tuple[float, int]]:
+    """Trainer metric: {"accuracy": (correct, count)} for a tagger (over real tokens) or a classifier."""
+    idx, targets, *rest = batch
+    logits, _ = model(*batch)
+    pred = logits.argmax(-1)                                                      # (B, T) or (B,)
+    keep = targets != IGNORE_INDEX
+    if pred.dim() == 2:                                                           # tagging: real tokens only
+        pad_id = model.config.pad_id
+        keep = keep & (rest[0] if rest else idx != pad_id if pad_id is not None else True)
+    return {"accuracy": (float((pred == targets)[keep].sum()), int(keep.sum()))}
+
+
+class PaddedBatches:
+    """Re-iterable (ids (B, T), targets) batches of variable-length sequences, right-padded with `pad_id`.
+
+    targets: one label per token (lists, padded with IGNORE_INDEX -> (B, T)) or one per sequence (ints -> (B,)).
+    The models derive their padding mask from pad_id, so a batch needs no mask. shuffle=True draws a new order
+    each pass from `seed` and the pass number (repeatable).
+    """
+
+    def __init__(self, inputs: Sequence[Sequence[int]], targets: Sequence, batch_size: int, pad_id: int, *,
+                 shuffle: bool = False, seed: int = 0, max_len: int | None = None):
+        _check_positive(batch_size=batch_size)
+        if len(inputs) != len(targets):
+            raise ValueError(f"{len(inputs)} inputs but {len(targets)} targets: give one target per input")
+        if not len(inputs):
+            raise ValueError("no sequences: give at least one input")
+        empty = [i for i, seq in enumerate(inputs) if len(seq) == 0]
+        if empty:
+            raise ValueError(f"input {empty[0]} is empty; drop empty sequences before batching")
+        first = targets[0]
+        self.per_token = (isinstance(first, Tensor) and first.dim() == 1) or (
+            not isinstance(first, (Tensor, str)) and hasattr(first, "__len__"))
+        if self.per_token:
+            bad = [i for i, (x, y) in enumerate(zip(inputs, targets)) if len(x) != len(y)]
+            if bad:
+                raise ValueError(f"sequence {bad[0]} has {len(inputs[bad[0]])} tokens but "
+                                 f"{len(targets[bad[0]])} tags: give one tag per token")
+        self.inputs, self.targets = [list(map(int, x)) for x in inputs], list(targets)
+        self.batch_size, self.pad_id, self.shuffle, self.seed, self.max_len = batch_size, pad_id, shuffle, seed, max_len
+        self._passes = 0
+
+    def __len__(self) -> int:
+        return -(-len(self.inputs) // self.batch_size)
+
+    def __iter__(self):
+        n = len(self.inputs)
+        if self.shuffle:
+            order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + self._passes)).tolist()
+            self._passes += 1
+        else:
+            order = list(range(n))
+        for start in range(0, n, self.batch_size):
+            rows = order[start:start + self.batch_size]
+            ids, mask = pad_batch([self.inputs[i] for i in rows], self.pad_id, self.max_len)   # (B, T), (B, T)
+            if self.per_token:
+                tags, _ = pad_batch([self.targets[i] for i in rows], IGNORE_INDEX, self.max_len)  # (B, T)
+                yield ids, tags.masked_fill(~mask, IGNORE_INDEX)
+            else:
+                yield ids, torch.tensor([int(self.targets[i]) for i in rows], dtype=torch.long)  # (B, T), (B,)

@@ -1,0 +1,162 @@
+"""The RNN language model, SLP (9.6-9.8) with weight tying (9.14-9.16), and what it needs for truncated BPTT on a
+long stream: the sentence stream, contiguous windows and a (stateful or stateless) trainer step.
+
+Shapes: B batch, T time, d_emb, d_h, L layers, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqviz.data import StreamBatcher
+
+from ._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
+from .elman import ElmanRNN
+
+__all__ = ["RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step"]
+
+
+@dataclass
+class RNNLMConfig:
+    """RNN language model (9.6-9.8). The defaults are the chapter's model; presets `tiny` (tests, CI) and `full`
+    (the benchmark's longer run)."""
+
+    vocab_size: int
+    d_emb: int = 128             # embedding width: rows of E are e_t
+    d_h: int = 128               # hidden width
+    num_layers: int = 1          # stacked Elman layers
+    nonlinearity: str = "tanh"   # g in (9.3)
+    tie_weights: bool = True     # (9.14-9.16) use E^T as the output layer; needs d_emb == d_h
+    dropout: float = 0.0         # on embeddings and on the top layer's outputs
+    impl: str = "fused"          # "fused" (torch.nn.RNN on our weights, fast) or "scratch" (the ElmanCell loop)
+
+    def __post_init__(self):
+        _check_positive(vocab_size=self.vocab_size, d_emb=self.d_emb, d_h=self.d_h, num_layers=self.num_layers)
+        _check_choice("nonlinearity", self.nonlinearity, tuple(_NONLINEARITIES))
+        _check_choice("impl", self.impl, _IMPLS)
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.tie_weights and self.d_emb != self.d_h:
+            raise ValueError(f"weight tying uses E^T as the output layer (9.16), so it needs d_emb == d_h; got "
+                             f"d_emb={self.d_emb}, d_h={self.d_h}: make them equal or set tie_weights=False")
+
+    @classmethod
+    def tiny(cls, vocab_size: int, **kw) -> "RNNLMConfig":
+        return cls(vocab_size, **{"d_emb": 16, "d_h": 16, **kw})
+
+    @classmethod
+    def full(cls, vocab_size: int, **kw) -> "RNNLMConfig":
+        return cls(vocab_size, **{"d_emb": 200, "d_h": 200, "dropout": 0.2, **kw})
+
+
+class RNNLM(nn.Module):
+    """RNN language model: e_t = E x_t, h_t = g(U h_{t-1} + W e_t), y_t = softmax(V h_t) (9.6-9.8).
+
+    forward(idx (B, T), targets (B, T) | None, state (L, B, d_h) | None) -> (logits (B, T, V), loss); with
+    return_state=True it also returns h_n, the state to carry into the next window (stateful truncated BPTT).
+    """
+
+    def __init__(self, config: RNNLMConfig):
+        super().__init__()
+        self.config = c = config
+        self.E = nn.Embedding(c.vocab_size, c.d_emb)                              # SLP's E, stored one row per word
+        self.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, nonlinearity=c.nonlinearity, impl=c.impl)
+        self.V = nn.Linear(c.d_h, c.vocab_size)                                   # (V, d_h) output layer
+        self.drop = nn.Dropout(c.dropout)
+        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+        nn.init.zeros_(self.V.bias)
+        if c.tie_weights:
+            # (9.16) y_t = softmax(E^T h_t): one tensor, used twice (nn.Linear computes h V^T, so V = E here)
+            self.V.weight = self.E.weight
+
+    @property
+    def impl(self) -> str:
+        return self.rnn.impl
+
+    @impl.setter
+    def impl(self, value: str) -> None:
+        _check_choice("impl", value, _IMPLS)
+        self.rnn.impl = self.config.impl = value
+
+    def init_state(self, batch_size: int) -> Tensor:
+        return self.rnn.init_state(batch_size)
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None, state: Tensor | None = None,
+                return_state: bool = False):
+        c = self.config
+        _check_ids(idx, c.vocab_size)
+        B, T = idx.shape
+        # (9.6) e_t = E x_t  (x_t one-hot, so a row lookup)
+        e = self.drop(self.E(idx))                                                # (B, T, d_emb)
+        # (9.7) h_t = g(U h_{t-1} + W e_t)
+        h, h_n = self.rnn(e, state)                                               # (B, T, d_h), (L, B, d_h)
+        # (9.8) y_t = softmax(V h_t): we return the logits V h_t, the softmax lives in the loss
+        logits = self.V(self.drop(h))                                             # (B, T, V)
+        loss = None
+        if targets is not None:
+            _check_targets(targets, (B, T), c.vocab_size)
+            if not bool((targets != IGNORE_INDEX).any()):
+                raise ValueError(f"every target is {IGNORE_INDEX} (ignored): nothing to score")
+            # (9.12-9.13) L_CE = -log y_t[w_{t+1}], averaged over the scored positions (teacher forcing)
+            loss = F.cross_entropy(logits.reshape(B * T, c.vocab_size), targets.reshape(B * T),
+                                   ignore_index=IGNORE_INDEX)                     # (B*T, V) vs (B*T,)
+        return (logits, loss, h_n) if return_state else (logits, loss)
+
+    @torch.no_grad()
+    def next_token_logits(self, context_ids: Sequence[int] | Tensor) -> Tensor:
+        """Logits V h_t (V,) for the token after `context_ids` (run from a zero state, in eval mode)."""
+        ids = torch.as_tensor(list(map(int, context_ids)) if not isinstance(context_ids, Tensor) else context_ids)
+        if ids.dim() != 1 or ids.numel() == 0:
+            raise ValueError(f"context_ids must be a non-empty 1-D sequence of token ids (start with <s>), got "
+                             f"shape {tuple(ids.shape)}")
+        was_training = self.training
+        self.eval()
+        try:
+            logits, _ = self(ids.long().unsqueeze(0).to(self.E.weight.device))   # (1, T, V)
+        finally:
+            self.train(was_training)
+        return logits[0, -1]                                                      # (V,)
+
+
+def sentence_stream(sentences: Sequence[Sequence[str]], vocab) -> Tensor:
+    """One long id stream `<s> w_1 ... w_n </s> <s> ...` (LongTensor (N,)) for truncated BPTT over a corpus."""
+    ids: list[int] = []
+    for sent in sentences:
+        ids.append(vocab.bos_id)
+        ids.extend(vocab.encode(list(sent)))
+        ids.append(vocab.eos_id)
+    if not ids:
+        raise ValueError("no sentences: the stream would be empty")
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def lm_batches(ids: Tensor, batch_size: int, bptt: int, skip_target: int | None = None) -> list[tuple[Tensor, Tensor]]:
+    """Contiguous (x, y) windows (B, T) of a stream (StreamBatcher), with targets equal to `skip_target` set to
+    IGNORE_INDEX: the <s> of `sentence_stream` is only ever an input, so the loss counts words and </s>, as on PTB."""
+    out = []
+    for x, y in StreamBatcher(ids, batch_size, bptt):
+        if skip_target is not None:
+            y = y.masked_fill(y == skip_target, IGNORE_INDEX)                     # (B, T)
+        out.append((x, y))
+    return out
+
+
+def lm_step(stateful: bool) -> Callable:
+    """A trainer step for RNNLM over contiguous windows: `step(model, (x, y), carry) -> (loss, carry)`.
+
+    stateful=True carries h_n into the next window (the trainer detaches it: truncated BPTT); stateful=False
+    starts every window from zeros, forgetting everything before it.
+    """
+    def step(model: RNNLM, batch, carry):
+        x, y = batch
+        state = carry if stateful else None
+        if state is not None and state.shape[1] != x.shape[0]:
+            state = None                                                          # batch size changed: restart
+        _, loss, h_n = model(x, y, state=state, return_state=True)
+        return loss, (h_n if stateful else None)
+    return step
