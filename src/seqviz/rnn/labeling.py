@@ -33,6 +33,16 @@ def _encode(model, idx: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Te
     return model.drop(h), h_n, mask
 
 
+def _build_encoder(model: nn.Module, c, n_out: int) -> None:
+    """The parts a tagger and a classifier share: embeddings E, an Elman RNN, dropout, and the output layer V."""
+    model.E = nn.Embedding(c.vocab_size, c.d_emb)
+    model.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
+                         nonlinearity=c.nonlinearity, impl=c.impl)
+    model.V = nn.Linear(model.rnn.d_out, n_out)
+    model.drop = nn.Dropout(c.dropout)
+    nn.init.uniform_(model.E.weight, -0.1, 0.1)
+
+
 def _check_encoder_config(c) -> None:
     _check_positive(vocab_size=c.vocab_size, d_emb=c.d_emb, d_h=c.d_h, num_layers=c.num_layers)
     _check_choice("merge", c.merge, _MERGES)
@@ -82,13 +92,8 @@ class RNNTagger(nn.Module):
 
     def __init__(self, config: RNNTaggerConfig):
         super().__init__()
-        self.config = c = config
-        self.E = nn.Embedding(c.vocab_size, c.d_emb)
-        self.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
-                            nonlinearity=c.nonlinearity, impl=c.impl)
-        self.V = nn.Linear(self.rnn.d_out, c.num_tags)
-        self.drop = nn.Dropout(c.dropout)
-        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+        self.config = config
+        _build_encoder(self, config, config.num_tags)
 
     def forward(self, idx: Tensor, targets: Tensor | None = None, mask: Tensor | None = None):
         h, _, mask = _encode(self, idx, mask)                                     # (B, T, d_out)
@@ -144,13 +149,8 @@ class RNNClassifier(nn.Module):
 
     def __init__(self, config: RNNClassifierConfig):
         super().__init__()
-        self.config = c = config
-        self.E = nn.Embedding(c.vocab_size, c.d_emb)
-        self.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
-                            nonlinearity=c.nonlinearity, impl=c.impl)
-        self.V = nn.Linear(self.rnn.d_out, c.num_classes)
-        self.drop = nn.Dropout(c.dropout)
-        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+        self.config = config
+        _build_encoder(self, config, config.num_classes)
 
     def pool(self, h: Tensor, h_n: Tensor, mask: Tensor) -> Tensor:
         """(B, T, d_out) outputs, (L*K, B, d_h) final states, (B, T) mask -> (B, d_out)."""
