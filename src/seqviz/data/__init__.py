@@ -1,0 +1,18 @@
+"""Data for the book, in the order it flows: corpus -> text -> tokens and ids -> batches (-> model).
+
+- `corpora`  registry-installed corpora and checksummed downloads: ``load_corpus(name)``
+- `text`     tokenizers and ``Vocab``
+- `batches`  fixed windows, LM streams (stateful), padded sequences with masks; every batch is a named ``Batch``
+
+Everything public is importable from ``seqviz.data`` directly.
+"""
+from .batches import StreamBatcher, fixed_windows, pad_batch
+from .corpora import (CORPORA, DOWNLOADS, UNIVERSAL_TAGS, Article, Corpus, CorpusUnavailableError, Snippet,
+                      TaggedSentence, brown_to_universal, download_corpus, load_corpus)
+from .text import Vocab, char_tokenize, sentences, word_tokenize
+
+__all__ = [
+    "Article", "Snippet", "TaggedSentence", "Corpus", "CorpusUnavailableError", "CORPORA", "DOWNLOADS",
+    "load_corpus", "download_corpus", "char_tokenize", "word_tokenize", "sentences", "Vocab",
+    "fixed_windows", "StreamBatcher", "pad_batch", "UNIVERSAL_TAGS", "brown_to_universal",
+]
