@@ -15,6 +15,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from seqviz._checks import check_temperature as _check_temperature
+
 __all__ = ["ScoreFn", "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search"]
 
 ScoreFn = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
@@ -32,15 +34,6 @@ def _as_logits(logits) -> torch.Tensor:
     if not torch.isfinite(z).any():
         raise ValueError("every next-token score is -inf: the model gives no token any probability")
     return z
-
-
-def _check_temperature(temperature: float) -> float:
-    if not isinstance(temperature, numbers.Real) or isinstance(temperature, bool) or math.isnan(temperature):
-        raise TypeError(f"temperature must be a number, got {temperature!r}")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 (got {temperature}); for the most likely token use "
-                         "greedy=True, which is the limit T -> 0")
-    return float(temperature)
 
 
 def softmax_with_temperature(logits, temperature: float = 1.0) -> torch.Tensor:

@@ -22,6 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from seqviz import set_seed
+from seqviz._checks import IGNORE_INDEX
 
 __all__ = [
     "TrainConfig",
@@ -35,8 +36,6 @@ __all__ = [
     "IGNORE_INDEX",
 ]
 
-#: Target value that ``torch.nn.functional.cross_entropy`` skips by default; not counted as a target.
-IGNORE_INDEX = -100
 
 _OPTIMIZERS = ("adamw", "adam", "sgd")
 _SCHEDULES = ("constant", "cosine")

@@ -15,7 +15,7 @@ Shapes, batch first: B batch, T time, d_in input width, d_h hidden width, L laye
 V vocabulary size (the matrix V is the output layer; the context tells which is meant).
 """
 
-from ._checks import IGNORE_INDEX
+from seqviz._checks import IGNORE_INDEX
 from .bptt import BPTTGrads, elman_bptt, grad_norm_by_distance, lm_grad_norm_by_distance, rnnlm_manual_gradients
 from .elman import ElmanCell, ElmanRNN, elman_scan
 from .labeling import (PaddedBatches, RNNClassifier, RNNClassifierConfig, RNNTagger, RNNTaggerConfig,

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import IGNORE_INDEX, _check_ids, _check_targets
+from seqviz._checks import IGNORE_INDEX, _check_ids, _check_targets
 from .elman import ElmanCell
 
 if TYPE_CHECKING:

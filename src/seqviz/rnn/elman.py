@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_mask, _check_positive
+from seqviz._checks import _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_mask, _check_positive
 
 __all__ = ["ElmanCell", "elman_scan", "ElmanRNN"]
 

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from seqviz.data import pad_batch
 
-from ._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
+from seqviz._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
                       _check_targets)
 from .elman import ElmanRNN
 

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from seqviz.data import StreamBatcher
 
-from ._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
+from seqviz._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
 from .elman import ElmanRNN
 
 __all__ = ["RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step"]

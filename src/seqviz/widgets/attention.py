@@ -14,6 +14,8 @@ import anywidget
 import numpy as np
 import traitlets
 
+from seqviz.attention import causal_mask
+
 from ._common import (CSS, STATIC, check_finite, check_index, check_nonempty, check_tokens, plain, quantize_uint8,
                       to_array)
 
@@ -30,12 +32,6 @@ class AttentionData:
     query_tokens: list[str]
     key_tokens: list[str]
     vmax: float
-
-
-def causal_mask(tq: int, tk: int | None = None) -> np.ndarray:
-    """(Tq, Tk) bool, True where query i may attend to key j (j <= i): the decoder's mask."""
-    tk = tq if tk is None else tk
-    return np.tril(np.ones((tq, tk), dtype=bool))
 
 
 def _as_4d(w: np.ndarray, name: str) -> np.ndarray:

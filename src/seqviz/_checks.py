@@ -1,4 +1,8 @@
-"""Input checks shared by the RNN modules: each error says what was wrong and what to do."""
+"""Checks and constants shared by every module: each error says what was wrong and what to do.
+
+One definition of each: ``IGNORE_INDEX`` (targets that are not scored), the positive-int, choice, temperature,
+token-id, target and padding-mask checks. Model modules, the trainer, the decoder and the widgets import them from here.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,18 @@ IGNORE_INDEX = -100  # target value that is not scored (as in F.cross_entropy)
 _IMPLS = ("scratch", "fused")
 _MERGES = ("concat", "sum", "mean")
 _NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
+
+
+def check_temperature(temperature) -> float:
+    """A sampling temperature: a real number > 0 (T -> 0 is greedy decoding, which has its own switch)."""
+    import math
+    import numbers
+    if not isinstance(temperature, numbers.Real) or isinstance(temperature, bool) or math.isnan(temperature):
+        raise TypeError(f"temperature must be a number, got {temperature!r}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 (got {temperature}); for the most likely token use "
+                         "greedy=True, which is the limit T -> 0")
+    return float(temperature)
 
 
 def _check_choice(name: str, value, choices) -> None:
