@@ -1,13 +1,26 @@
-"""Chapter 4: gated recurrent units, the LSTM (SLP 3rd ed. draft, ch. 9, (9.22)-(9.29)) and the GRU.
+"""Chapter 4: gated recurrent units, the LSTM (SLP 3rd ed. draft, ch. 9, (9.22)-(9.29)) and the GRU (Cho et al. 2014).
+
+A cell computes one step and can return its gates; the layers (stacked, bidirectional, padding masks, initial state)
+are the generic `seqviz.rnn` recurrent layer run with these cells, with a fused twin (`torch.nn.LSTM` / `torch.nn.GRU`
+running *our* parameters through `torch.func.functional_call`) proven equal in the tests and used for training.
 
 The gate table below is the one place that names the LSTM's gates in SLP's order (f, g, i, o) and maps them to
 ``torch.nn.LSTM``'s weight blocks, which are stacked in the order i, f, g, o.
+
+Shapes: B batch, T time, d_in input width, d_h hidden width, L layers, K directions (1 or 2), V vocabulary size.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GateInfo", "GATES", "TORCH_LSTM_GATE_ORDER"]
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqviz._checks import _check_positive
+
+__all__ = ["GateInfo", "GATES", "TORCH_LSTM_GATE_ORDER", "TORCH_GRU_GATE_ORDER", "LSTMCell", "GRUCell",
+           "LSTMTrace", "GRUTrace"]
 
 
 @dataclass(frozen=True)
@@ -31,3 +44,200 @@ GATES: dict[str, GateInfo] = {
 #: ``torch.nn.LSTM`` stacks its four weight blocks (weight_ih, weight_hh, biases) as input, forget, cell, output:
 #: rows ``k*d_h:(k+1)*d_h`` of block k belong to gate ``TORCH_LSTM_GATE_ORDER[k]``.
 TORCH_LSTM_GATE_ORDER: tuple[str, ...] = ("i", "f", "g", "o")
+#: ``torch.nn.GRU`` stacks reset, update, new (candidate): rows of block k belong to ``TORCH_GRU_GATE_ORDER[k]``.
+TORCH_GRU_GATE_ORDER: tuple[str, ...] = ("r", "z", "n")
+
+_LSTM_BLOCKS = tuple(name for name in GATES if name in TORCH_LSTM_GATE_ORDER)   # ("f", "g", "i", "o"): SLP order
+
+
+def _init_uniform(module: nn.Module, d_h: int) -> None:
+    """Uniform(-1/sqrt(d_h), 1/sqrt(d_h)) for every parameter, the torch.nn.LSTM / GRU initialisation."""
+    bound = d_h ** -0.5
+    for p in module.parameters():
+        nn.init.uniform_(p, -bound, bound)
+
+
+def _gated_params(module: nn.Module, gates, d_in: int, d_h: int, bias: bool) -> None:
+    """Register W_x (d_h, d_in), U_x (d_h, d_h) and, with bias, b_W_x and b_U_x (d_h,) for each gate x."""
+    for x in gates:
+        module.register_parameter(f"W_{x}", nn.Parameter(torch.empty(d_h, d_in)))
+        module.register_parameter(f"U_{x}", nn.Parameter(torch.empty(d_h, d_h)))
+        module.register_parameter(f"b_W_{x}", nn.Parameter(torch.empty(d_h)) if bias else None)
+        module.register_parameter(f"b_U_{x}", nn.Parameter(torch.empty(d_h)) if bias else None)
+
+
+def _check_step_inputs(cell: nn.Module, x_t: Tensor, states: tuple[Tensor, ...], names: tuple[str, ...]) -> None:
+    if not isinstance(x_t, Tensor) or x_t.dim() != 2 or x_t.shape[1] != cell.d_in:
+        raise ValueError(f"x_t must have shape (B, d_in={cell.d_in}), got {tuple(getattr(x_t, 'shape', ()))}; a "
+                         f"cell takes one time step, a layer takes (B, T, d_in)")
+    for name, s in zip(names, states):
+        if not isinstance(s, Tensor) or tuple(s.shape) != (x_t.shape[0], cell.d_h):
+            raise ValueError(f"{name} must have shape (B, d_h) = ({x_t.shape[0]}, {cell.d_h}), got "
+                             f"{tuple(getattr(s, 'shape', ()))}; start from cell.init_state(B)")
+
+
+@dataclass
+class LSTMTrace:
+    """What one LSTM layer/direction computed at every step: gates f, i, o in 0..1, candidate g in -1..1, the cell
+    state c and the output h, each (B, T, d_h). Give one sequence to ``seqviz.widgets.LSTMGates``: ``trace[0]``."""
+
+    f: Tensor  # (9.22) forget gate
+    i: Tensor  # (9.25) add (input) gate
+    g: Tensor  # (9.24) candidate
+    o: Tensor  # (9.28) output gate
+    c: Tensor  # (9.27) cell state
+    h: Tensor  # (9.29) hidden state
+
+    def __getitem__(self, b: int) -> "LSTMTrace":
+        """The trace of sequence b of the batch: each field (T, d_h)."""
+        return LSTMTrace(*(getattr(self, n)[b] for n in ("f", "i", "g", "o", "c", "h")))
+
+
+@dataclass
+class GRUTrace:
+    """What one GRU layer/direction computed at every step: reset r and update z gates (0..1), candidate n (-1..1)
+    and the output h, each (B, T, d_h)."""
+
+    r: Tensor  # reset gate
+    z: Tensor  # update gate
+    n: Tensor  # candidate state h~_t
+    h: Tensor  # hidden state
+
+    def __getitem__(self, b: int) -> "GRUTrace":
+        return GRUTrace(*(getattr(self, n)[b] for n in ("r", "z", "n", "h")))
+
+
+class LSTMCell(nn.Module):
+    """One LSTM step, (9.22)-(9.29): (x_t, (h_{t-1}, c_{t-1})) -> (h_t, c_t).
+
+    Each gate x in f, g, i, o has W_x (d_h, d_in) on the input and U_x (d_h, d_h) on the previous output. Like
+    torch.nn.LSTM each gate also has two biases, b_W_x and b_U_x (SLP leaves biases out; the slides add one), which
+    is what makes the weights copyable both ways (`to_torch_params` / `copy_from_torch`).
+    """
+
+    gates = _LSTM_BLOCKS
+
+    def __init__(self, d_in: int, d_h: int, bias: bool = True):
+        super().__init__()
+        _check_positive(d_in=d_in, d_h=d_h)
+        self.d_in, self.d_h, self.bias = d_in, d_h, bias
+        _gated_params(self, self.gates, d_in, d_h, bias)
+        _init_uniform(self, d_h)
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> tuple[Tensor, Tensor]:
+        """Zero (h_0, c_0), each (B, d_h)."""
+        h0 = torch.zeros(batch_size, self.d_h, device=device or self.W_f.device, dtype=dtype or self.W_f.dtype)
+        return h0, h0.clone()
+
+    def _pre(self, x: str, x_t: Tensor, h_prev: Tensor) -> Tensor:
+        """U_x h_{t-1} + W_x x_t (+ b_U_x + b_W_x), the pre-activation of gate x: (B, d_h)."""
+        return (F.linear(h_prev, getattr(self, f"U_{x}"), getattr(self, f"b_U_{x}"))
+                + F.linear(x_t, getattr(self, f"W_{x}"), getattr(self, f"b_W_{x}")))
+
+    def forward_traced(self, x_t: Tensor, state: tuple[Tensor, Tensor]):
+        """One step that also returns its gates: -> ((h_t, c_t), {"f", "i", "g", "o", "c", "h": (B, d_h)})."""
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise ValueError("an LSTM's state is a pair (h, c), each (B, d_h); start from cell.init_state(B)")
+        h_prev, c_prev = state
+        _check_step_inputs(self, x_t, (h_prev, c_prev), ("h_{t-1}", "c_{t-1}"))
+        # (9.22) f_t = σ(U_f h_{t-1} + W_f x_t)
+        f_t = torch.sigmoid(self._pre("f", x_t, h_prev))
+        # (9.23) k_t = c_{t-1} ⊙ f_t
+        k_t = c_prev * f_t
+        # (9.24) g_t = tanh(U_g h_{t-1} + W_g x_t)
+        g_t = torch.tanh(self._pre("g", x_t, h_prev))
+        # (9.25) i_t = σ(U_i h_{t-1} + W_i x_t)
+        i_t = torch.sigmoid(self._pre("i", x_t, h_prev))
+        # (9.26) j_t = g_t ⊙ i_t
+        j_t = g_t * i_t
+        # (9.27) c_t = j_t + k_t
+        c_t = j_t + k_t
+        # (9.28) o_t = σ(U_o h_{t-1} + W_o x_t)
+        o_t = torch.sigmoid(self._pre("o", x_t, h_prev))
+        # (9.29) h_t = o_t ⊙ tanh(c_t)
+        h_t = o_t * torch.tanh(c_t)
+        return (h_t, c_t), {"f": f_t, "i": i_t, "g": g_t, "o": o_t, "c": c_t, "h": h_t}
+
+    def forward(self, x_t: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """x_t (B, d_in), (h_{t-1}, c_{t-1}) each (B, d_h) -> (h_t, c_t)."""
+        return self.forward_traced(x_t, state)[0]
+
+    def to_torch_params(self, suffix: str = "") -> dict[str, Tensor]:
+        """This cell as torch.nn.LSTM's tensors (weight_ih{suffix}, ...), blocks stacked in TORCH_LSTM_GATE_ORDER.
+
+        torch.cat keeps the graph, so gradients through the fused LSTM land on W_f, U_f, ... themselves."""
+        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
+        if self.bias:
+            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
+        return {f"{t}{suffix}": torch.cat([getattr(self, ours.format(x)) for x in TORCH_LSTM_GATE_ORDER])
+                for t, ours in names.items()}                                     # each (4 d_h, ...)
+
+    @torch.no_grad()
+    def copy_from_torch(self, module: nn.Module, suffix: str = "") -> "LSTMCell":
+        """Copy the blocks of torch.nn.LSTM / LSTMCell tensors `weight_ih{suffix}`, ... into W_x, U_x, b_W_x, b_U_x."""
+        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
+        if self.bias:
+            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
+        for t, ours in names.items():
+            blocks = getattr(module, f"{t}{suffix}").chunk(4, 0)                  # 4 x (d_h, ...)
+            for x, block in zip(TORCH_LSTM_GATE_ORDER, blocks):
+                getattr(self, ours.format(x)).copy_(block)
+        return self
+
+
+class GRUCell(nn.Module):
+    """One GRU step (Cho et al. 2014; no SLP number), with torch.nn.GRU's placement of the reset gate:
+
+    r_t = σ(U_r h_{t-1} + W_r x_t), z_t = σ(U_z h_{t-1} + W_z x_t), n_t = tanh(W_n x_t + r_t ⊙ (U_n h_{t-1})),
+    h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}. Two gates instead of three and no separate cell state: 3/4 of an LSTM's
+    parameters. Biases b_W_x, b_U_x as torch.nn.GRU has them, so weights copy both ways.
+    """
+
+    gates = ("r", "z", "n")
+
+    def __init__(self, d_in: int, d_h: int, bias: bool = True):
+        super().__init__()
+        _check_positive(d_in=d_in, d_h=d_h)
+        self.d_in, self.d_h, self.bias = d_in, d_h, bias
+        _gated_params(self, self.gates, d_in, d_h, bias)
+        _init_uniform(self, d_h)
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> Tensor:
+        """Zero h_0 (B, d_h)."""
+        return torch.zeros(batch_size, self.d_h, device=device or self.W_r.device, dtype=dtype or self.W_r.dtype)
+
+    def forward_traced(self, x_t: Tensor, h_prev: Tensor):
+        """One step that also returns its gates: -> (h_t, {"r", "z", "n", "h": (B, d_h)})."""
+        _check_step_inputs(self, x_t, (h_prev,), ("h_{t-1}",))
+        # Cho et al. (2014), reset gate: r_t = σ(U_r h_{t-1} + W_r x_t)
+        r_t = torch.sigmoid(F.linear(h_prev, self.U_r, self.b_U_r) + F.linear(x_t, self.W_r, self.b_W_r))
+        # update gate: z_t = σ(U_z h_{t-1} + W_z x_t)
+        z_t = torch.sigmoid(F.linear(h_prev, self.U_z, self.b_U_z) + F.linear(x_t, self.W_z, self.b_W_z))
+        # candidate: n_t = tanh(W_n x_t + r_t ⊙ (U_n h_{t-1}))   (torch/cuDNN apply r_t after U_n; Cho before)
+        n_t = torch.tanh(F.linear(x_t, self.W_n, self.b_W_n) + r_t * F.linear(h_prev, self.U_n, self.b_U_n))
+        # h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}: the update gate interpolates between new and old
+        h_t = (1 - z_t) * n_t + z_t * h_prev
+        return h_t, {"r": r_t, "z": z_t, "n": n_t, "h": h_t}
+
+    def forward(self, x_t: Tensor, h_prev: Tensor) -> Tensor:
+        """x_t (B, d_in), h_{t-1} (B, d_h) -> h_t (B, d_h)."""
+        return self.forward_traced(x_t, h_prev)[0]
+
+    def to_torch_params(self, suffix: str = "") -> dict[str, Tensor]:
+        """This cell as torch.nn.GRU's tensors, blocks stacked in TORCH_GRU_GATE_ORDER (r, z, n)."""
+        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
+        if self.bias:
+            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
+        return {f"{t}{suffix}": torch.cat([getattr(self, ours.format(x)) for x in TORCH_GRU_GATE_ORDER])
+                for t, ours in names.items()}                                     # each (3 d_h, ...)
+
+    @torch.no_grad()
+    def copy_from_torch(self, module: nn.Module, suffix: str = "") -> "GRUCell":
+        """Copy the blocks of torch.nn.GRU / GRUCell tensors `weight_ih{suffix}`, ... into W_x, U_x, b_W_x, b_U_x."""
+        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
+        if self.bias:
+            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
+        for t, ours in names.items():
+            for x, block in zip(TORCH_GRU_GATE_ORDER, getattr(module, f"{t}{suffix}").chunk(3, 0)):
+                getattr(self, ours.format(x)).copy_(block)
+        return self
