@@ -161,3 +161,31 @@ def test_soft_attention_context_is_weighted_sum(kind):
 def test_masked_softmax_without_mask_is_softmax():
     s = torch.randn(3, 4)
     assert torch.equal(masked_softmax(s), torch.softmax(s, -1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# beam search: seed 004's worked example
+# ---------------------------------------------------------------------------------------------------------------
+def _pct(scorer, beam):
+    return [(scorer.decode(ids), round(100 * p)) for ids, p in beam]
+
+
+def test_seed_beam_example_greedy_vs_beam():
+    from seqviz.attention import SeedBeamScorer, beam_steps
+    from seqviz.decode import beam_search, generate
+    s = SeedBeamScorer()
+    greedy = generate(s.next_token_logits, [s.bos], 10, greedy=True, stop_id=s.eos)
+    assert s.decode(greedy) == "How will you </s>"
+    best = beam_search(s.next_token_logits, [s.bos], 3, 10, stop_id=s.eos)[0]
+    assert s.decode(best[0]) == "How are you </s>"
+    steps = beam_steps(s, s.bos, 3, 10, stop_id=s.eos)
+    assert _pct(s, steps[0]) == [("How", 75), ("What", 3), ("You", 1)]
+    assert _pct(s, steps[1]) == [("How will", 27), ("How are", 24), ("How do", 12)]
+    assert _pct(s, steps[2]) == [("How are you", 10), ("How do you", 8), ("How will you", 2)]
+    assert _pct(s, steps[3]) == [("How do you do", 7), ("How are you </s>", 6), ("How are you doing", 3)]
+    # beam width 1 is greedy
+    one = beam_search(s.next_token_logits, [s.bos], 1, 10, stop_id=s.eos)[0][0]
+    assert one == greedy
+    # every distribution of the toy model sums to 1
+    for ctx in list(s.TABLE) + [("x",)]:
+        assert math.isclose(sum(s.probs(ctx).values()), 1.0)
