@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import re
 import socket
 import threading
 from pathlib import Path
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 
 import seqviz
 from seqviz import data
+from seqviz._checks import IGNORE_INDEX
 from seqviz.data import corpora
-from seqviz.data import (CorpusUnavailableError, StreamBatcher, Vocab, brown_to_universal, char_tokenize,
+from seqviz.data import (Batch, CorpusUnavailableError, PairBatches, PaddedBatches, StreamBatcher, lm_batches,
+                         sentence_stream, shift_right, window_data, Vocab, brown_to_universal, char_tokenize,
                          fixed_windows, load_corpus, pad_batch, sentences, word_tokenize)
 
 
@@ -272,14 +275,15 @@ def test_stream_batcher_rows_continue_across_batches():
     sb = StreamBatcher(ids, batch_size=4, bptt=7)
     batches = list(sb)
     assert len(batches) == len(sb) == 4  # 102 // 4 = 25 columns -> ceil(25 / 7)
-    assert [b[0].shape for b in batches] == [(4, 7), (4, 7), (4, 7), (4, 4)]
-    for x, y in batches:
-        assert torch.equal(y, x + 1)  # targets are the next token
+    assert [b.x.shape for b in batches] == [(4, 7), (4, 7), (4, 7), (4, 4)]
+    for b in batches:
+        assert isinstance(b, Batch) and b.mask is None
+        assert torch.equal(b.y, b.x + 1)  # targets are the next token
     # row b of batch k+1 continues row b of batch k: state can be carried
     for k in range(len(batches) - 1):
-        assert torch.equal(batches[k + 1][0][:, 0], batches[k][0][:, -1] + 1)
+        assert torch.equal(batches[k + 1].x[:, 0], batches[k].x[:, -1] + 1)
     # every row is one contiguous stretch of the stream
-    row0 = torch.cat([x[0] for x, _ in batches])
+    row0 = torch.cat([b.x[0] for b in batches])
     assert torch.equal(row0, torch.arange(25))
     assert len(StreamBatcher(ids, 4, 7, drop_last=True)) == 3
     assert sb.n_tokens == 100
@@ -348,3 +352,86 @@ def test_configure_threads(monkeypatch):
 def test_version():
     assert seqviz.__version__ == "0.1.0"
     assert Path(seqviz.__file__).parent.name == "seqviz"
+
+
+# -- one batching family ------------------------------------------------------------------------------------------
+def _family(seed: int, shuffle: bool = True):
+    """One of each batcher over the same small data, all seeded alike."""
+    seqs = [[5 + (i * 7 + j) % 11 for j in range(1 + i % 6)] for i in range(23)]
+    return {
+        "windows": window_data(torch.arange(60), 3, batch_size=8, shuffle=shuffle, seed=seed),
+        "padded": PaddedBatches(seqs, [len(s) % 2 for s in seqs], 4, pad_id=0, shuffle=shuffle, seed=seed),
+        "tagged": PaddedBatches(seqs, [[t % 3 for t in s] for s in seqs], 4, pad_id=0, shuffle=shuffle, seed=seed),
+        "pairs": PairBatches(seqs, [s[::-1] + [3] for s in seqs], 4, pad_id=0, shuffle=shuffle, seed=seed),
+    }
+
+
+@pytest.mark.parametrize("name", ["windows", "padded", "tagged", "pairs"])
+def test_every_batcher_yields_named_batches_and_is_seeded(name):
+    def passes(seed):
+        b = _family(seed)[name]
+        return [[(x.x.tolist(), x.y.tolist()) for x in b] for _ in range(2)]
+
+    torch.manual_seed(0)
+    a = passes(3)
+    torch.manual_seed(999)  # the global random state plays no part
+    assert passes(3) == a  # same seed, same batches, pass for pass
+    assert a[0] != a[1]  # a new order every pass
+    assert passes(4) != a  # another seed, another order
+    for batch in _family(0)[name]:
+        assert isinstance(batch, Batch)
+        if name != "windows":
+            assert batch.mask.dtype == torch.bool and batch.mask.shape == batch.x.shape
+            assert bool((batch.x[~batch.mask] == 0).all())  # padding where the mask is False
+    unshuffled = _family(0, shuffle=False)[name]
+    assert [b.x.tolist() for b in unshuffled] == [b.x.tolist() for b in unshuffled]
+
+
+def test_tagged_and_pair_targets_ignore_padding():
+    tagged = _family(0, shuffle=False)["tagged"]
+    for b in tagged:
+        assert bool((b.y[~b.mask] == IGNORE_INDEX).all()) and bool((b.y[b.mask] != IGNORE_INDEX).all())
+        assert b.n_targets == int(b.mask.sum())
+    b = next(iter(PairBatches([[4, 5, 6], [7]], [[8, 3], [9, 9, 9, 3]], 2, pad_id=0)))
+    assert b.x.tolist() == [[4, 5, 6], [7, 0, 0]] and b.mask.tolist() == [[True] * 3, [True, False, False]]
+    assert b.y.tolist() == [[8, 3, IGNORE_INDEX, IGNORE_INDEX], [9, 9, 9, 3]]  # never scored past </s>
+    assert shift_right(b.y, bos_id=2, pad_id=0).tolist() == [[2, 8, 3, 0], [2, 9, 9, 9]]  # teacher forcing input
+
+
+def test_bucketing_groups_similar_lengths():
+    seqs = [[1] * (1 + (i * 37) % 40) for i in range(400)]
+    plain = PaddedBatches(seqs, [0] * 400, 16, pad_id=0, shuffle=True, seed=1)
+    bucketed = PaddedBatches(seqs, [0] * 400, 16, pad_id=0, shuffle=True, seed=1, bucket=True)
+
+    def padding(batches):
+        return sum(int((~b.mask).sum()) for b in batches)
+
+    assert padding(bucketed) < padding(plain) / 4
+    assert sorted(len(s) for s in seqs) == sorted(int(n) for b in bucketed for n in b.mask.sum(1))  # all, once
+
+
+def test_lm_batches_skip_the_start_symbol():
+    class V:
+        bos_id, eos_id = 2, 3
+
+        def encode(self, toks):
+            return [int(t) for t in toks]
+
+    ids = sentence_stream([["5", "6"], ["7"]], V())
+    assert ids.tolist() == [2, 5, 6, 3, 2, 7, 3]
+    (b,) = lm_batches(ids, batch_size=1, bptt=6, skip_target=2)
+    assert b.x.tolist() == [[2, 5, 6, 3, 2, 7]] and b.y.tolist() == [[5, 6, 3, IGNORE_INDEX, 7, 3]]
+
+
+@pytest.mark.parametrize("make, word", [
+    (lambda: PairBatches([[1]], [[2], [3]], 1, 0), "one target per source"),
+    (lambda: PairBatches([[1], []], [[2], [3]], 1, 0), "source 1 is empty"),
+    (lambda: PairBatches([[1]], [[]], 1, 0), "target 0 is empty"),
+    (lambda: PairBatches([], [], 1, 0), "no pairs"),
+    (lambda: PairBatches([[1]], [[2]], 0, 0), "batch_size"),
+    (lambda: PaddedBatches([[1]], [0], 2, 0, seed=-1), "seed"),
+    (lambda: shift_right(torch.zeros(3, dtype=torch.long), 1, 0), "(B, T)"),
+])
+def test_batcher_bad_input(make, word):
+    with pytest.raises(ValueError, match=re.escape(word)):
+        make()

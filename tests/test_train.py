@@ -12,9 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqviz import set_seed
+from seqviz.data import Batch, PaddedBatches
 from seqviz.train import (
+    Constant,
     History,
+    StepDecay,
+    StepOutput,
     TrainConfig,
+    WarmupCosine,
     Trainer,
     count_targets,
     detach_carry,
@@ -132,12 +137,61 @@ def test_optimizers(name):
 def test_learning_rate_schedules():
     hist = Trainer(make_model(), quiet(max_steps=10, lr=0.1), copy_batches(10)).fit()
     assert hist.lr == [0.1] * 10
-    hist = Trainer(make_model(), quiet(epochs=2, lr=0.1, schedule="cosine", warmup=4), copy_batches(7)).fit()
+    hist = Trainer(make_model(), quiet(epochs=2, lr=0.1, schedule=WarmupCosine(warmup=4)), copy_batches(7)).fit()
     assert len(hist.lr) == 14
     assert hist.lr[:4] == pytest.approx([0.025, 0.05, 0.075, 0.1])  # linear warm-up
     assert hist.lr[4] == pytest.approx(0.1)  # cosine starts at the top ...
     assert all(a > b for a, b in zip(hist.lr[4:], hist.lr[5:]))  # ... and falls every step ...
     assert hist.lr[-1] == pytest.approx(0.1 * 0.5 * (1 + math.cos(math.pi * 9 / 10)))  # ... towards 0 at the end
+
+
+def test_step_decay_is_honoured_per_epoch():
+    # the bug this replaces: a callback decayed the rate and the trainer overwrote it on the next step
+    hist = Trainer(make_model(), quiet(epochs=4, lr=0.1, schedule=StepDecay(gamma=0.5)), copy_batches(3)).fit()
+    assert hist.lr == pytest.approx([0.1] * 3 + [0.05] * 3 + [0.025] * 3 + [0.0125] * 3)
+    hist = Trainer(make_model(), quiet(epochs=5, lr=0.1, schedule=StepDecay(gamma=0.1, every=2, start=3)),
+                   copy_batches(1)).fit()
+    assert hist.lr == pytest.approx([0.1, 0.1, 0.1, 0.01, 0.01])
+    cosine = TrainConfig(schedule="cosine").schedule
+    assert isinstance(cosine, WarmupCosine) and isinstance(TrainConfig().schedule, Constant)
+
+
+def test_optimizer_sees_the_recorded_rate():
+    seen = []
+
+    def cb(trainer, event, info):
+        if event == "step":
+            seen.append(trainer.optimizer.param_groups[0]["lr"])
+
+    hist = Trainer(make_model(), quiet(epochs=3, lr=0.2, schedule=StepDecay(gamma=0.5)), copy_batches(2),
+                   callbacks=[cb]).fit()
+    assert seen == hist.lr == pytest.approx([0.2, 0.2, 0.1, 0.1, 0.05, 0.05])
+
+
+def test_a_callback_that_changes_the_rate_is_refused():
+    def decay(trainer, event, info):
+        if event == "epoch":
+            for g in trainer.optimizer.param_groups:
+                g["lr"] *= 0.5
+
+    with pytest.raises(RuntimeError, match="schedule"):
+        Trainer(make_model(), quiet(epochs=3, lr=0.1), copy_batches(2), callbacks=[decay]).fit()
+
+
+@pytest.mark.parametrize("bad, word", [(WarmupCosine(final=0.5), None), ({"gamma": 0}, "gamma"),
+                                       ({"every": 0}, "every"), ({"start": -1}, "start")])
+def test_schedule_checks(bad, word):
+    if word is None:
+        assert bad(5, 0, 10) > 0.5 - 1e-12  # a floor of final * lr
+        with pytest.raises(ValueError, match="final"):
+            WarmupCosine(final=1.5)
+        with pytest.raises(ValueError, match="warmup"):
+            Constant(warmup=-1)
+        with pytest.raises(TypeError, match="Schedule"):
+            TrainConfig(schedule=0.5)
+        return
+    with pytest.raises(ValueError, match=word):
+        StepDecay(**bad)
 
 
 def test_cosine_needs_a_known_length():
@@ -249,11 +303,11 @@ def test_carry_is_reset_and_detached():
     seen = []  # (mode, carry seen at the start of the step)
 
     def step(model, batch, carry):
-        x, y = batch
         seen.append(("train" if model.training else "eval", carry))
-        logits, loss = model(x, y)
+        logits, loss = model(batch.x, batch.y)
         h = logits.mean() if carry is None else logits.mean() + carry["h"][0]
-        return loss + 0 * h, {"h": [h, State(h * 2, (h,))], "n": 1 if carry is None else carry["n"] + 1}
+        return StepOutput(loss + 0 * h, logits,
+                          {"h": [h, State(h * 2, (h,))], "n": 1 if carry is None else carry["n"] + 1})
 
     model = make_model()
     hist = Trainer(model, quiet(epochs=2), copy_batches(3), copy_batches(2), step=step).fit()
@@ -317,15 +371,42 @@ def test_evaluate_runs_in_eval_mode_without_grad():
 
 def test_count_ignores_padding_targets():
     y = torch.tensor([[1, 2, -100], [3, -100, -100]])
-    assert count_targets((torch.zeros(2, 3), y)) == 3
-    assert count_targets((torch.zeros(4), torch.zeros(4, dtype=torch.float32))) == 4
+    assert count_targets(Batch(torch.zeros(2, 3), y)) == 3
+    assert count_targets(Batch(torch.zeros(4), torch.zeros(4, dtype=torch.float32))) == 4
+    # a tagger batch (ids, tags, mask): only the real tags count, never the mask's positions
+    tagged = next(iter(PaddedBatches([[5, 6, 7], [8]], [[1, 2, 3], [4]], batch_size=2, pad_id=0)))
+    assert tagged.mask.tolist() == [[True, True, True], [True, False, False]]
+    assert count_targets(tagged) == 4 == tagged.n_targets
+
+
+def test_a_step_must_return_step_output():
+    def old_style(model, batch, carry):
+        return model(batch.x, batch.y)[1], None
+
+    with pytest.raises(TypeError, match="StepOutput"):
+        Trainer(make_model(), quiet(max_steps=1), copy_batches(1), step=old_style).fit()
+
+
+def test_evaluation_with_metrics_runs_the_model_once_per_batch():
+    calls = []
+
+    class Counting(CopyLM):
+        def forward(self, idx, targets=None):
+            calls.append(idx.shape[0])
+            return super().forward(idx, targets)
+
+    def accuracy(batch, logits):
+        return {"accuracy": ((logits.argmax(-1) == batch.y).sum(), batch.y.numel())}
+
+    set_seed(0)
+    res = evaluate(Counting(), copy_batches(3), metrics=accuracy)
+    assert len(calls) == 3 and 0 <= res["accuracy"] <= 1
 
 
 def test_metrics_are_sum_over_count():
-    def accuracy(model, batch):
-        x, y = batch
-        pred = model(x)[0].argmax(-1)
-        return {"accuracy": ((pred == y).sum(), y.numel()), "half": (1, 2)}
+    def accuracy(batch, logits):
+        pred = logits.argmax(-1)
+        return {"accuracy": ((pred == batch.y).sum(), batch.y.numel()), "half": (1, 2)}
 
     model = make_model()
     trainer = Trainer(model, quiet(epochs=8, lr=1e-2), copy_batches(10), copy_batches(2), metrics=accuracy)
@@ -373,7 +454,6 @@ def test_evaluate_equals_pooled_mean(sizes, seed):
         ({"seed": True}, "seed"),
         ({"optimizer": "rmsprop"}, "optimizer"),
         ({"schedule": "linear"}, "schedule"),
-        ({"warmup": -1}, "warmup"),
     ],
 )
 def test_bad_config_values(kw, word):

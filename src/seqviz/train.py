@@ -1,13 +1,19 @@
 """One model-agnostic trainer for every chapter (in the spirit of minGPT's ``trainer.py``).
 
-A model is trained on a re-iterable of batches (tuples of tensors: a list, a ``DataLoader``, a
-``seqviz.data.StreamBatcher``). The default step calls ``model(*batch) -> (logits, loss)``, the package's LM
-interface; a chapter passes its own ``step(model, batch, carry) -> (loss, carry)`` when it needs more, e.g. the
-RNN chapter carries the hidden state across batches for stateful truncated BPTT. The trainer resets ``carry`` to
-``None`` at the start of every epoch and every evaluation, and detaches it after every optimizer step.
+A model is trained on a re-iterable of batches: the named ``seqviz.data.Batch(x, y, mask)`` every batcher yields (a
+plain ``(x, y)`` tuple is read as ``Batch(x, y)``). The default step calls ``model(batch.x, batch.y)`` (with
+``mask=batch.mask`` when the batch has one), the package's LM interface ``-> (logits, loss)``. A chapter passes its
+own ``step(model, batch, carry) -> StepOutput(loss, logits, carry)`` when it needs more, e.g. the RNN chapters carry
+the hidden state across batches for stateful truncated BPTT. The trainer resets ``carry`` to ``None`` at the start
+of every epoch and every evaluation, and detaches it after every optimizer step.
+
+The learning rate belongs to one object, ``TrainConfig.schedule`` (:class:`Constant`, :class:`WarmupCosine`,
+:class:`StepDecay`): the trainer sets it before every step and refuses to run on if anything else changed it.
 
 Losses are means over a batch's targets; epoch and validation losses are means over *all* targets (each batch
-weighted by its number of targets), so perplexity = exp(mean loss) is the per-token perplexity (SLP 9.12-9.13).
+weighted by its number of targets, the entries of ``batch.y`` that are not ``IGNORE_INDEX``), so perplexity =
+exp(mean loss) is the per-token perplexity (SLP 9.12-9.13). Metrics are computed from the logits of the step itself:
+evaluation runs the model once per batch.
 """
 
 from __future__ import annotations
@@ -16,17 +22,23 @@ import math
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from seqviz import set_seed
 from seqviz._checks import IGNORE_INDEX
+from seqviz.data.batches import Batch
 
 __all__ = [
     "TrainConfig",
+    "Schedule",
+    "Constant",
+    "WarmupCosine",
+    "StepDecay",
     "History",
+    "StepOutput",
     "Trainer",
     "default_step",
     "count_targets",
@@ -36,13 +48,97 @@ __all__ = [
     "IGNORE_INDEX",
 ]
 
-
 _OPTIMIZERS = ("adamw", "adam", "sgd")
-_SCHEDULES = ("constant", "cosine")
 
-Batch = Sequence[torch.Tensor]
-StepFn = Callable[[torch.nn.Module, Batch, Any], tuple]
-MetricsFn = Callable[[torch.nn.Module, Batch], dict]
+
+class StepOutput(NamedTuple):
+    """What a training step returns: the scalar loss, the logits it computed (for metrics), the state to carry."""
+
+    loss: torch.Tensor
+    logits: torch.Tensor | None = None
+    carry: Any = None
+
+
+StepFn = Callable[[torch.nn.Module, Batch, Any], StepOutput]
+MetricsFn = Callable[[Batch, torch.Tensor], dict]
+
+
+# -- learning-rate schedules ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Schedule:
+    """The learning rate over a run: ``lr * factor(step, epoch, planned)``, after ``warmup`` steps of linear warm-up.
+
+    ``step`` counts optimizer steps from 0, ``epoch`` epochs from 0, ``planned`` is the run's length in steps (or
+    None when the data has no length and max_steps is unset).
+    """
+
+    warmup: int = 0  # steps of linear warm-up from lr/warmup to lr
+
+    def __post_init__(self) -> None:
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"{type(self).__name__}.warmup must be a non-negative integer (steps), got {self.warmup!r}")
+
+    needs_length = False  # True if the schedule must know the run's length
+
+    def __call__(self, step: int, epoch: int, planned: int | None) -> float:
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        return self.factor(step, epoch, planned)
+
+    def factor(self, step: int, epoch: int, planned: int | None) -> float:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Constant(Schedule):
+    """The same rate throughout (after the warm-up)."""
+
+    def factor(self, step: int, epoch: int, planned: int | None) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class WarmupCosine(Schedule):
+    """Cosine decay from lr to ``final * lr`` at the last planned step (Loshchilov & Hutter 2017), after warm-up."""
+
+    final: float = 0.0  # the last step's rate, as a fraction of lr
+    needs_length = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.final <= 1.0:
+            raise ValueError(f"WarmupCosine.final must be in [0, 1] (a fraction of lr), got {self.final!r}")
+
+    def factor(self, step: int, epoch: int, planned: int | None) -> float:
+        span = max(planned - self.warmup, 1)
+        progress = min((step - self.warmup) / span, 1.0)
+        return self.final + (1.0 - self.final) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass(frozen=True)
+class StepDecay(Schedule):
+    """Multiply the rate by ``gamma`` every ``every`` epochs, from epoch ``start`` on (Zaremba et al. 2014's recipe)."""
+
+    gamma: float = 0.5  # factor per decay
+    every: int = 1  # epochs between decays
+    start: int = 1  # the first epoch (counted from 0) trained at the decayed rate
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"StepDecay.gamma must be in (0, 1], got {self.gamma!r}")
+        for name in ("every", "start"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "every" else 0):
+                raise ValueError(f"StepDecay.{name} must be a {'positive' if name == 'every' else 'non-negative'} "
+                                 f"int (epochs), got {v!r}")
+
+    def factor(self, step: int, epoch: int, planned: int | None) -> float:
+        decays = 0 if epoch < self.start else (epoch - self.start) // self.every + 1
+        return self.gamma ** decays
+
+
+_SCHEDULE_NAMES = {"constant": Constant, "cosine": WarmupCosine}
 
 
 @dataclass
@@ -51,17 +147,16 @@ class TrainConfig:
 
     epochs: int = 1  # passes over train_data
     max_steps: int | None = None  # stop after this many optimizer steps in total (None = no limit)
-    lr: float = 1e-3  # learning rate
+    lr: float = 1e-3  # peak learning rate; the schedule scales it
     weight_decay: float = 0.0  # decoupled for AdamW, L2 for Adam/SGD
     clip: float | None = 1.0  # max global gradient norm (None = no clipping)
     eval_every: int | None = None  # evaluate every this many steps (None = once per epoch)
     patience: int | None = None  # stop after this many evaluations without a new best validation loss
-    seed: int = 0  # seeds python, numpy and torch at the start of fit() (shuffling, dropout)
+    seed: int = 0  # seeds python, numpy and torch at the start of fit() (dropout, initial state)
     checkpoint: str | os.PathLike | None = None  # file for the best model's state_dict (None = do not save)
     progress: bool = True  # tqdm.auto progress bar with the running loss in the postfix
     optimizer: str = "adamw"  # "adamw", "adam" or "sgd"
-    schedule: str = "constant"  # learning rate over the run: "constant" or "cosine" (decays to 0 at the last step)
-    warmup: int = 0  # steps of linear warm-up from 0 to lr before the schedule
+    schedule: Schedule | str = field(default_factory=Constant)  # a Schedule, or "constant" / "cosine" (no warm-up)
 
     def __post_init__(self) -> None:
         def positive_int(name: str, value: Any, allow_none: bool) -> None:
@@ -85,10 +180,14 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.seed must be a non-negative integer, got {self.seed!r}")
         if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
             raise TypeError(f"TrainConfig.checkpoint must be a file path or None, got {type(self.checkpoint).__name__}")
-        if self.schedule not in _SCHEDULES:
-            raise ValueError(f"TrainConfig.schedule must be one of {_SCHEDULES}, got {self.schedule!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"TrainConfig.warmup must be a non-negative integer (steps), got {self.warmup!r}")
+        if isinstance(self.schedule, str):
+            if self.schedule not in _SCHEDULE_NAMES:
+                raise ValueError(f"TrainConfig.schedule must be a Schedule (Constant(), WarmupCosine(warmup=100), "
+                                 f"StepDecay(gamma=0.5)) or one of {tuple(_SCHEDULE_NAMES)}, got {self.schedule!r}")
+            self.schedule = _SCHEDULE_NAMES[self.schedule]()
+        if not isinstance(self.schedule, Schedule):
+            raise TypeError(f"TrainConfig.schedule must be a Schedule such as Constant() or WarmupCosine(warmup=100), "
+                            f"got {type(self.schedule).__name__}")
         if not isinstance(self.optimizer, str) or self.optimizer.lower() not in _OPTIMIZERS:
             raise ValueError(f"TrainConfig.optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
 
@@ -127,22 +226,22 @@ class History:
         return self.targets / self.seconds if self.seconds > 0 else float("nan")
 
 
-def default_step(model: torch.nn.Module, batch: Batch, carry: Any = None) -> tuple[torch.Tensor, None]:
-    """The LM interface: ``model(*batch) -> (logits, loss)``; no state is carried."""
-    out = model(*batch)
+def default_step(model: torch.nn.Module, batch: Batch, carry: Any = None) -> StepOutput:
+    """The LM interface: ``model(batch.x, batch.y[, mask=batch.mask]) -> (logits, loss)``; no state is carried."""
+    out = model(batch.x, batch.y) if batch.mask is None else model(batch.x, batch.y, mask=batch.mask)
     if not isinstance(out, tuple) or len(out) != 2 or not torch.is_tensor(out[1]):
         raise TypeError(
-            "the default step expects model(*batch) to return (logits, loss) with a tensor loss; "
-            "pass targets in the batch, or give Trainer a step(model, batch, carry) -> (loss, carry)"
+            "the default step expects model(x, y) to return (logits, loss) with a tensor loss; "
+            "pass targets in the batch, or give Trainer a step(model, batch, carry) -> StepOutput(loss, logits, carry)"
         )
-    return out[1], None
+    return StepOutput(out[1], out[0], None)
 
 
 def count_targets(batch: Batch) -> int:
-    """Number of targets in a batch: elements of its last tensor that are not ``IGNORE_INDEX`` (-100)."""
-    target = batch[-1]
+    """Number of targets in a batch: entries of ``batch.y`` that are not ``IGNORE_INDEX`` (-100)."""
+    target = batch.y
     if not torch.is_tensor(target):
-        raise TypeError(f"the last element of a batch should be the target tensor, got {type(target).__name__}")
+        raise TypeError(f"batch.y should be the target tensor, got {type(target).__name__}")
     if target.dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
         return int((target != IGNORE_INDEX).sum())
     return target.numel()
@@ -161,6 +260,16 @@ def detach_carry(carry: Any) -> Any:
     return carry
 
 
+def _run_step(step: StepFn, model: torch.nn.Module, batch: Batch, carry: Any) -> StepOutput:
+    out = step(model, batch, carry)
+    if not isinstance(out, StepOutput):
+        raise TypeError(f"a step must return seqviz.train.StepOutput(loss, logits, carry), got "
+                        f"{type(out).__name__}; wrap the values: StepOutput(loss, logits, carry)")
+    if not torch.is_tensor(out.loss) or out.loss.dim() != 0:
+        raise TypeError("StepOutput.loss must be a scalar loss tensor")
+    return out
+
+
 def evaluate(
     model: torch.nn.Module,
     data: Iterable[Batch],
@@ -170,8 +279,9 @@ def evaluate(
 ) -> dict:
     """Mean loss over all targets of ``data``, its perplexity, and metrics (sum / count over all batches).
 
-    Runs under ``torch.no_grad()`` in eval mode, restores the model's previous mode, starts with ``carry=None``.
-    Returns ``{"loss", "perplexity", "targets", **metrics}``.
+    Runs under ``torch.no_grad()`` in eval mode, restores the model's previous mode, starts with ``carry=None``,
+    and runs the model once per batch: metrics read the step's own logits. Returns
+    ``{"loss", "perplexity", "targets", **metrics}``.
     """
     step = step or default_step
     count = count or count_targets
@@ -185,12 +295,15 @@ def evaluate(
         with torch.no_grad():
             for batch in data:
                 batch = _to_device(_as_batch(batch), device)
-                loss, carry = step(model, batch, carry)
+                out = _run_step(step, model, batch, carry)
+                carry = out.carry
                 k = count(batch)
-                total += float(loss) * k
+                total += float(out.loss) * k
                 n += k
                 if metrics is not None:
-                    for name, (s, c) in metrics(model, batch).items():
+                    if out.logits is None:
+                        raise ValueError("metrics need the step's logits: return StepOutput(loss, logits, carry)")
+                    for name, (s, c) in metrics(batch, out.logits).items():
                         acc = sums.setdefault(name, [0.0, 0.0])
                         acc[0] += float(s)
                         acc[1] += float(c)
@@ -213,11 +326,12 @@ def perplexity(model: torch.nn.Module, data: Iterable[Batch], step: StepFn | Non
 class Trainer:
     """Train ``model`` on ``train_data`` with ``config``; ``fit()`` returns a ``History``.
 
-    ``callbacks``: functions ``cb(trainer, event, info)`` called with event ``"step"`` (info: step, loss),
+    ``callbacks``: functions ``cb(trainer, event, info)`` called with event ``"step"`` (info: step, loss, lr),
     ``"eval"`` (info: step, results) and ``"epoch"`` (info: epoch, loss); setting ``trainer.should_stop = True``
-    ends training after the current step. ``count(batch) -> int`` gives a batch's number of targets, the weight of
-    its mean loss in epoch and validation means (default :func:`count_targets`). With ``config.checkpoint`` set,
-    the best model by validation loss is saved; ``load_checkpoint()`` puts it back.
+    ends training after the current step. The learning rate is the schedule's alone: a callback that changes it
+    stops the run with an error naming ``TrainConfig.schedule``. ``count(batch) -> int`` gives a batch's number of
+    targets, the weight of its mean loss in epoch and validation means (default :func:`count_targets`). With
+    ``config.checkpoint`` set, the best model by validation loss is saved; ``load_checkpoint()`` puts it back.
     """
 
     def __init__(
@@ -236,8 +350,7 @@ class Trainer:
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__} (try TrainConfig.tiny())")
-        params = [p for p in model.parameters() if p.requires_grad]
-        if not params:
+        if not [p for p in model.parameters() if p.requires_grad]:
             raise ValueError("model has no trainable parameters")
         _check_reiterable(train_data, "train_data")
         if _known_len(train_data) == 0:
@@ -279,119 +392,136 @@ class Trainer:
         self.model.load_state_dict(record["model"])
         return record
 
-    # -- training ---------------------------------------------------------------------------------------------
+    # -- training: fit() is these named steps -------------------------------------------------------------------
     def fit(self) -> History:
         """Train for ``config.epochs`` (or ``config.max_steps``), evaluating and early-stopping as configured.
 
         Each call seeds with ``config.seed`` and records a new ``History`` (also kept as ``self.history``).
         """
-        cfg, model = self.config, self.model
-        self.history = hist = History()  # every fit() is a new run (the optimizer keeps its state)
+        self._start_run()
+        try:
+            for epoch in range(self.config.epochs):
+                self._train_epoch(epoch)
+                if self._done:
+                    break
+            self._finish_run()
+        finally:
+            if self._bar is not None:
+                self._bar.close()
+            self.history.seconds += time.perf_counter() - self._t0
+        return self.history
+
+    def _start_run(self) -> None:
+        """A new History, the seed, the planned length (for the schedule and the progress bar)."""
+        cfg = self.config
+        self.history = History()  # every fit() is a new run (the optimizer keeps its state)
         set_seed(cfg.seed)
-        device = _model_device(model)
-        params = [p for p in model.parameters() if p.requires_grad]
-        t0 = time.perf_counter()
-        self.should_stop = False
+        self._t0 = time.perf_counter()
+        self.should_stop = self._done = self._out_of_patience = False
+        self._since_best, self._lr_set = 0, None
         n_batches = _known_len(self.train_data)
         planned = cfg.epochs * n_batches if n_batches is not None else None
         if cfg.max_steps is not None:
             planned = cfg.max_steps if planned is None else min(planned, cfg.max_steps)
-        if cfg.schedule == "cosine" and planned is None:
-            raise ValueError("schedule='cosine' needs to know the run's length: set max_steps, or give train_data "
-                             "a len() (a list, DataLoader or StreamBatcher)")
-        since_best = 0
-        bar = None
-        if cfg.progress:
-            bar = tqdm(total=planned, desc="train", unit="step", dynamic_ncols=True)
+        if cfg.schedule.needs_length and planned is None:
+            raise ValueError(f"{type(cfg.schedule).__name__} needs to know the run's length: set max_steps, or give "
+                             "train_data a len() (a list, DataLoader or one of seqviz.data's batchers)")
+        self._planned = planned
+        self._bar = tqdm(total=planned, desc="train", unit="step", dynamic_ncols=True) if cfg.progress else None
 
-        def run_eval() -> bool:
-            """Evaluate, record, checkpoint; True if patience is exhausted."""
-            nonlocal since_best
-            res = self.evaluate(self.valid_data)
-            hist.eval_steps.append(hist.steps)
-            hist.valid_loss.append(res["loss"])
-            hist.valid_perplexity.append(res["perplexity"])
-            hist.metrics.append({k: v for k, v in res.items() if k not in ("loss", "perplexity", "targets")})
-            if hist.best is None or res["loss"] < hist.best["valid_loss"]:
-                hist.best = {"step": hist.steps, "valid_loss": res["loss"], "valid_perplexity": res["perplexity"]}
-                since_best = 0
-                self._save(hist.best)
-            else:
-                since_best += 1
-            if bar is not None:
-                bar.set_postfix(loss=f"{hist.step_loss[-1]:.3f}", val_ppl=f"{res['perplexity']:.2f}", refresh=False)
-            self._emit("eval", {"step": hist.steps, "results": res})
-            return cfg.patience is not None and since_best >= cfg.patience
+    def _train_epoch(self, epoch: int) -> None:
+        """One pass over train_data (carry reset at its start), then the epoch's record and evaluation."""
+        cfg, hist = self.config, self.history
+        carry, ep_total, ep_n = None, 0.0, 0
+        device = _model_device(self.model)
+        self.model.train()
+        for batch in self.train_data:
+            batch = _to_device(_as_batch(batch), device)
+            value, carry = self._train_step(batch, carry, epoch)
+            k = self.count(batch)
+            ep_total, ep_n = ep_total + value * k, ep_n + k
+            hist.targets += k
+            if self._bar is not None:
+                self._bar.update(1)
+                self._bar.set_postfix(loss=f"{ep_total / ep_n:.3f}", refresh=False)  # epoch running mean
+            self._emit("step", {"step": hist.steps, "loss": value, "lr": hist.lr[-1]})
+            if self.valid_data is not None and cfg.eval_every is not None and hist.steps % cfg.eval_every == 0:
+                self._evaluate_and_record()
+            if (cfg.max_steps is not None and hist.steps >= cfg.max_steps) or self.should_stop:
+                self._done = True
+            if self._done:
+                break
+        if hist.steps == 0:
+            raise ValueError("train_data yielded no batches: it must yield at least one Batch(x, y)")
+        if ep_n:
+            hist.epoch_loss.append(ep_total / ep_n)
+            self._emit("epoch", {"epoch": epoch + 1, "loss": ep_total / ep_n})
+        last_epoch = self._done or epoch == cfg.epochs - 1
+        if self.valid_data is not None and not self._out_of_patience and (cfg.eval_every is None or last_epoch):
+            if not (hist.eval_steps and hist.eval_steps[-1] == hist.steps):
+                self._evaluate_and_record()
 
-        try:
-            done = out_of_patience = False
-            for epoch in range(cfg.epochs):
-                carry, ep_total, ep_n = None, 0.0, 0
-                model.train()
-                for batch in self.train_data:
-                    batch = _to_device(_as_batch(batch), device)
-                    loss, carry = self.step_fn(model, batch, carry)
-                    if not torch.is_tensor(loss) or loss.dim() != 0:
-                        raise TypeError("step must return (loss, carry) with a scalar loss tensor")
-                    value = float(loss.detach())
-                    if not math.isfinite(value):
-                        raise FloatingPointError(
-                            f"loss became {value} at step {hist.steps + 1} (epoch {epoch + 1}): "
-                            f"lower the learning rate (lr={cfg.lr:g}) or set clip (clip={cfg.clip})"
-                        )
-                    lr = _learning_rate(cfg, hist.steps, planned)
-                    for group in self.optimizer.param_groups:
-                        group["lr"] = lr
-                    hist.lr.append(lr)
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if cfg.clip is not None:
-                        norm = torch.nn.utils.clip_grad_norm_(params, cfg.clip)
-                        hist.grad_norm.append(float(norm))
-                    self.optimizer.step()
-                    carry = detach_carry(carry)
-                    k = self.count(batch)
-                    ep_total += value * k
-                    ep_n += k
-                    hist.targets += k
-                    hist.steps += 1
-                    hist.step_loss.append(value)
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{ep_total / ep_n:.3f}", refresh=False)  # epoch running mean
-                    self._emit("step", {"step": hist.steps, "loss": value})
-                    if (
-                        self.valid_data is not None
-                        and cfg.eval_every is not None
-                        and hist.steps % cfg.eval_every == 0
-                        and run_eval()
-                    ):
-                        out_of_patience = done = True
-                    if (cfg.max_steps is not None and hist.steps >= cfg.max_steps) or self.should_stop:
-                        done = True
-                    if done:
-                        break
-                if hist.steps == 0:
-                    raise ValueError("train_data yielded no batches: it must yield at least one (x, y) batch")
-                if ep_n:
-                    hist.epoch_loss.append(ep_total / ep_n)
-                    self._emit("epoch", {"epoch": epoch + 1, "loss": ep_total / ep_n})
-                if self.valid_data is not None and not out_of_patience:
-                    last_evaluated = bool(hist.eval_steps) and hist.eval_steps[-1] == hist.steps
-                    if not last_evaluated and (cfg.eval_every is None or done or epoch == cfg.epochs - 1):
-                        out_of_patience = run_eval()
-                        done = done or out_of_patience
-                if done:
-                    break
-            # early only if patience ran out before the planned end of training
-            hist.stopped_early = out_of_patience and (planned is None or hist.steps < planned)
-            if self.valid_data is None:
-                self._save({"step": hist.steps, "valid_loss": None, "valid_perplexity": None})
-        finally:
-            if bar is not None:
-                bar.close()
-            hist.seconds += time.perf_counter() - t0
-        return hist
+    def _train_step(self, batch: Batch, carry: Any, epoch: int) -> tuple[float, Any]:
+        """Forward, backward, clip, update at the schedule's rate; returns (loss value, detached carry)."""
+        cfg, hist = self.config, self.history
+        out = _run_step(self.step_fn, self.model, batch, carry)
+        value = float(out.loss.detach())
+        if not math.isfinite(value):
+            raise FloatingPointError(f"loss became {value} at step {hist.steps + 1} (epoch {epoch + 1}): lower the "
+                                     f"learning rate (lr={cfg.lr:g}) or set clip (clip={cfg.clip})")
+        lr = self._set_learning_rate(epoch)
+        self.optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        if cfg.clip is not None:
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            hist.grad_norm.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.clip)))
+        self.optimizer.step()
+        hist.lr.append(lr)
+        hist.steps += 1
+        hist.step_loss.append(value)
+        return value, detach_carry(out.carry)
+
+    def _set_learning_rate(self, epoch: int) -> float:
+        """Set the schedule's rate for this step; refuse to go on if something else changed the rate meanwhile."""
+        groups = self.optimizer.param_groups
+        if self._lr_set is not None and any(g["lr"] != self._lr_set for g in groups):
+            changed = next(g["lr"] for g in groups if g["lr"] != self._lr_set)
+            raise RuntimeError(
+                f"the learning rate was changed outside the trainer (to {changed:g}; the schedule had set "
+                f"{self._lr_set:g}): the schedule owns it. Choose one in TrainConfig.schedule, e.g. "
+                "StepDecay(gamma=0.5) to halve it every epoch, or WarmupCosine(warmup=100)")
+        lr = self.config.lr * self.config.schedule(self.history.steps, epoch, self._planned)
+        for g in groups:
+            g["lr"] = lr
+        self._lr_set = lr
+        return lr
+
+    def _evaluate_and_record(self) -> None:
+        """Evaluate on valid_data, record it, checkpoint a new best, count patience."""
+        hist, cfg = self.history, self.config
+        res = self.evaluate(self.valid_data)
+        hist.eval_steps.append(hist.steps)
+        hist.valid_loss.append(res["loss"])
+        hist.valid_perplexity.append(res["perplexity"])
+        hist.metrics.append({k: v for k, v in res.items() if k not in ("loss", "perplexity", "targets")})
+        if hist.best is None or res["loss"] < hist.best["valid_loss"]:
+            hist.best = {"step": hist.steps, "valid_loss": res["loss"], "valid_perplexity": res["perplexity"]}
+            self._since_best = 0
+            self._save(hist.best)
+        else:
+            self._since_best += 1
+        if self._bar is not None:
+            self._bar.set_postfix(loss=f"{hist.step_loss[-1]:.3f}", val_ppl=f"{res['perplexity']:.2f}", refresh=False)
+        self._emit("eval", {"step": hist.steps, "results": res})
+        if cfg.patience is not None and self._since_best >= cfg.patience:
+            self._out_of_patience = self._done = True
+
+    def _finish_run(self) -> None:
+        hist = self.history
+        # early only if patience ran out before the planned end of training
+        hist.stopped_early = self._out_of_patience and (self._planned is None or hist.steps < self._planned)
+        if self.valid_data is None:
+            self._save({"step": hist.steps, "valid_loss": None, "valid_perplexity": None})
 
     # -- helpers ----------------------------------------------------------------------------------------------
     def _save(self, record: dict) -> None:
@@ -408,17 +538,6 @@ class Trainer:
 # -- module helpers -------------------------------------------------------------------------------------------
 def _is_real(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _learning_rate(cfg: TrainConfig, step: int, planned: int | None) -> float:
-    """lr for the (step+1)-th update: linear warm-up, then constant or cosine decay to 0 at the planned end."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    if cfg.schedule == "constant":
-        return cfg.lr
-    span = max(planned - cfg.warmup, 1)
-    progress = min((step - cfg.warmup) / span, 1.0)
-    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def _make_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -452,12 +571,14 @@ def _known_len(data: Any) -> int | None:
         return None
 
 
-def _as_batch(batch: Any) -> tuple:
-    if torch.is_tensor(batch):
-        return (batch,)
-    if isinstance(batch, (tuple, list)):
-        return tuple(batch)
-    raise TypeError(f"a batch must be a tuple of tensors such as (x, y), got {type(batch).__name__}")
+def _as_batch(batch: Any) -> Batch:
+    """A Batch as it is; a plain (x, y) or (x, y, mask) tuple read by position once, here, as Batch(x, y, mask)."""
+    if isinstance(batch, Batch):
+        return batch
+    if isinstance(batch, (tuple, list)) and 1 <= len(batch) <= 3:
+        return Batch(*batch)
+    raise TypeError(f"a batch must be a seqviz.data.Batch(x, y, mask) or an (x, y) tuple, got {type(batch).__name__}"
+                    + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else ""))
 
 
 def _model_device(model: torch.nn.Module) -> torch.device:
@@ -466,5 +587,5 @@ def _model_device(model: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-def _to_device(batch: tuple, device: torch.device) -> tuple:
-    return tuple(b.to(device) if torch.is_tensor(b) and b.device != device else b for b in batch)
+def _to_device(batch: Batch, device: torch.device) -> Batch:
+    return Batch(*(b.to(device) if torch.is_tensor(b) and b.device != device else b for b in batch))

@@ -5,7 +5,7 @@ concatenates them, and maps them through one hidden layer to a distribution over
 the chapter, notebooks/02_fixed_window.ipynb):
 
     (2.1) e = [E_{w_{t-n}}; ...; E_{w_{t-1}}]   (n*d,)   concatenated embeddings (rows of E)
-    (2.2) h = f(W e + b1)                      (H,)     hidden layer, f = tanh or relu
+    (2.2) h = f(W e + b1)                      (d_h,)     hidden layer, f = tanh or relu
     (2.3) y = softmax(U h + b2)                (V,)     P(w_t | w_{t-n} .. w_{t-1})
 
 It stores no n-gram counts: every context, seen or not, gets a distribution from the same (E, W, b1, U, b2), and
@@ -14,8 +14,8 @@ and because W has a separate block W_k for each window position k (W e = sum_k W
 "all the" is learned once per position it can occupy (SLP Fig. 9.1). ``position_contributions`` exposes that.
 
 Interface: ``forward(idx, targets=None) -> (logits, loss)`` with idx (B, n) context windows and logits (B, V) for
-the one next word (the ``X, Y`` of ``seqviz.data.fixed_windows``), and ``next_token_logits(context_ids) -> (V,)``
-for ``seqviz.decode``. Shapes: B batch, n window, d embedding width, H hidden width, V vocabulary.
+the one next word (the ``Batch`` of ``seqviz.data.window_data``), and ``next_token_logits(context_ids) -> (V,)``
+for ``seqviz.decode``. Shapes: B batch, n window, d = d_emb embedding width, d_h hidden width, V vocabulary.
 """
 
 from __future__ import annotations
@@ -27,12 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqviz.data import fixed_windows
+from seqviz._checks import _NONLINEARITIES
 
-__all__ = ["WindowConfig", "WindowLM", "WindowBatches", "window_data"]
-
-_ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu}
-
+__all__ = ["WindowConfig", "WindowLM"]
 
 @dataclass
 class WindowConfig:
@@ -40,32 +37,33 @@ class WindowConfig:
 
     vocab_size: int  # V: output classes and embedding rows
     context: int = 3  # n: previous words the model sees (a 4-gram model's history)
-    d_embed: int = 64  # d: width of each word embedding
-    d_hidden: int = 128  # H: width of the hidden layer
-    activation: str = "tanh"  # f: "tanh" (Bengio et al.) or "relu"
+    d_emb: int = 64  # d: width of each word embedding
+    d_h: int = 128  # d_h: width of the hidden layer
+    nonlinearity: str = "tanh"  # f: "tanh" (Bengio et al.) or "relu"
     dropout: float = 0.0  # dropout on e and h while training (0 = none)
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "context", "d_embed", "d_hidden"):
+        for name in ("vocab_size", "context", "d_emb", "d_h"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"WindowConfig.{name} must be a positive integer, got {value!r}")
         if self.vocab_size < 2:
             raise ValueError(f"WindowConfig.vocab_size must be at least 2, got {self.vocab_size}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"WindowConfig.activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+        if self.nonlinearity not in _NONLINEARITIES:
+            raise ValueError(f"WindowConfig.nonlinearity must be one of {sorted(_NONLINEARITIES)}, "
+                             f"got {self.nonlinearity!r}")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"WindowConfig.dropout must be in [0, 1), got {self.dropout!r}")
 
     @classmethod
     def tiny(cls, vocab_size: int, **overrides: Any) -> "WindowConfig":
         """Small enough to train on a slice of PTB inside a one-minute notebook on 2 CPU cores."""
-        return replace(cls(vocab_size, context=3, d_embed=64, d_hidden=128), **overrides)
+        return replace(cls(vocab_size, context=3, d_emb=64, d_h=128), **overrides)
 
     @classmethod
     def full(cls, vocab_size: int, **overrides: Any) -> "WindowConfig":
         """A 5-word window, wider layers and dropout, for a few epochs over all of PTB (bench/bench_window.py)."""
-        return replace(cls(vocab_size, context=5, d_embed=128, d_hidden=256, dropout=0.2), **overrides)
+        return replace(cls(vocab_size, context=5, d_emb=128, d_h=256, dropout=0.2), **overrides)
 
 
 class WindowLM(nn.Module):
@@ -76,27 +74,27 @@ class WindowLM(nn.Module):
         if not isinstance(config, WindowConfig):
             raise TypeError(f"config must be a WindowConfig, got {type(config).__name__}")
         self.config = config
-        V, n, d, H = config.vocab_size, config.context, config.d_embed, config.d_hidden
+        V, n, d, d_h = config.vocab_size, config.context, config.d_emb, config.d_h
         self.E = nn.Embedding(V, d)  # one row per word, shared by every window position
-        self.W = nn.Linear(n * d, H)  # W (H, n*d) and b1 (H,)
-        self.U = nn.Linear(H, V)  # U (V, H) and b2 (V,)
-        self.f = _ACTIVATIONS[config.activation]
+        self.W = nn.Linear(n * d, d_h)  # W (d_h, n*d) and b1 (d_h,)
+        self.U = nn.Linear(d_h, V)  # U (V, d_h) and b2 (V,)
+        self.f = _NONLINEARITIES[config.nonlinearity]
         self.drop = nn.Dropout(config.dropout)
         nn.init.normal_(self.E.weight, std=0.1)
 
     # -- the model ------------------------------------------------------------------------------------------------
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
-        """h = f(W e + b1) for context windows idx (B, n); returns (B, H)."""
+        """h = f(W e + b1) for context windows idx (B, n); returns (B, d_h)."""
         self._check_idx(idx)
         B, n = idx.shape
         # (2.1) e = [E_{w_{t-n}}; ...; E_{w_{t-1}}]: look up n embeddings and lay them side by side
-        e = self.E(idx).reshape(B, n * self.config.d_embed)  # (B, n, d) -> (B, n*d)
+        e = self.E(idx).reshape(B, n * self.config.d_emb)  # (B, n, d) -> (B, n*d)
         # (2.2) h = f(W e + b1)
-        return self.f(self.W(self.drop(e)))  # (B, H)
+        return self.f(self.W(self.drop(e)))  # (B, d_h)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """Logits (B, V) of the word after each window, and the mean cross-entropy if ``targets`` (B,) are given."""
-        h = self.hidden(idx)  # (B, H)
+        h = self.hidden(idx)  # (B, d_h)
         # (2.3) z = U h + b2; the softmax of y = softmax(z) is left to the loss and to the decoder
         logits = self.U(self.drop(h))  # (B, V)
         loss = None
@@ -142,19 +140,19 @@ class WindowLM(nn.Module):
         """W_k E w for every window position k: how each word pushes the hidden layer from each slot.
 
         W e = sum_k W_k e_k, where W_k = W[:, k*d:(k+1)*d] is the block that reads position k. Returns
-        (len(token_ids), n, H). The same word gets n unrelated vectors: what the model learns about a word in
+        (len(token_ids), n, d_h). The same word gets n unrelated vectors: what the model learns about a word in
         one position does not carry over to the others.
         """
         ids = torch.as_tensor(token_ids).reshape(-1)  # (K,)
         self._check_range(ids)
         ids = ids.long()
-        n, d, H = self.config.context, self.config.d_embed, self.config.d_hidden
-        Wk = self.W.weight.reshape(H, n, d)  # (H, n*d) -> (H, n, d): one (H, d) block per position
+        n, d, d_h = self.config.context, self.config.d_emb, self.config.d_h
+        Wk = self.W.weight.reshape(d_h, n, d)  # (d_h, n*d) -> (d_h, n, d): one (d_h, d) block per position
         e = self.E(ids)  # (K, d)
-        return torch.einsum("hnd,kd->knh", Wk, e)  # (K, n, H)
+        return torch.einsum("hnd,kd->knh", Wk, e)  # (K, n, d_h)
 
     def num_parameters(self) -> int:
-        """Trainable parameters: V d + (n d H + H) + (H V + V)."""
+        """Trainable parameters: V d + (n d d_h + d_h) + (d_h V + V)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
     # -- checks ---------------------------------------------------------------------------------------------------
@@ -188,44 +186,3 @@ class WindowLM(nn.Module):
             raise ValueError(f"targets must have shape (B,) = ({B},), one next word per window, "
                              f"got {tuple(targets.shape)}")
         self._check_range(targets)
-
-
-class WindowBatches:
-    """Re-iterable (context, next word) batches X (B, n), Y (B,), optionally reshuffled on every pass.
-
-    Shuffling draws a permutation from torch's global RNG (which ``Trainer`` seeds), then gathers each batch with
-    one index per tensor: much faster than a ``DataLoader`` that fetches and collates windows one at a time.
-    """
-
-    def __init__(self, X: torch.Tensor, Y: torch.Tensor, batch_size: int, shuffle: bool) -> None:
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        self.X, self.Y, self.batch_size, self.shuffle = X, Y, batch_size, shuffle
-
-    def __len__(self) -> int:
-        return -(-len(self.Y) // self.batch_size)
-
-    def __iter__(self):
-        N = len(self.Y)
-        order = torch.randperm(N) if self.shuffle else None
-        for start in range(0, N, self.batch_size):
-            if order is None:
-                yield self.X[start : start + self.batch_size], self.Y[start : start + self.batch_size]
-            else:
-                idx = order[start : start + self.batch_size]  # (B,)
-                yield self.X[idx], self.Y[idx]  # (B, n), (B,)
-
-
-def window_data(ids: Sequence[int] | torch.Tensor, n: int, pad_id: int | None = None, batch_size: int = 128,
-                shuffle: bool = False) -> WindowBatches:
-    """(context, next word) batches for every token of a stream: X (B, n), Y (B,).
-
-    With ``pad_id`` the stream is first left-padded with ``n`` copies of it, so every token is predicted once,
-    the first ones from a padded window (as a PTB stream starting after ``</s>``); without it, the first ``n``
-    tokens are context only. ``shuffle`` reorders the windows on every pass, from torch's global RNG.
-    """
-    ids = torch.as_tensor(ids).reshape(-1).long() if not torch.is_tensor(ids) else ids.reshape(-1).long()
-    if pad_id is not None:
-        ids = torch.cat([torch.full((n,), int(pad_id), dtype=torch.long), ids])
-    X, Y = fixed_windows(ids, n)  # (N, n), (N,)
-    return WindowBatches(X, Y, batch_size, shuffle)

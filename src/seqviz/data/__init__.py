@@ -2,11 +2,13 @@
 
 - `corpora`  registry-installed corpora and checksummed downloads: ``load_corpus(name)``
 - `text`     tokenizers and ``Vocab``
-- `batches`  fixed windows, LM streams (stateful), padded sequences with masks; every batch is a named ``Batch``
+- `batches`  fixed windows, LM streams (stateful), padded sequences and source/target pairs with masks; every
+             batch is a named ``Batch(x, y, mask)``
 
 Everything public is importable from ``seqviz.data`` directly.
 """
-from .batches import StreamBatcher, fixed_windows, pad_batch
+from .batches import (Batch, PairBatches, PaddedBatches, StreamBatcher, WindowBatches, fixed_windows, lm_batches,
+                      pad_batch, sentence_stream, shift_right, window_data)
 from .corpora import (CORPORA, DOWNLOADS, UNIVERSAL_TAGS, Article, Corpus, CorpusUnavailableError, Snippet,
                       TaggedSentence, brown_to_universal, download_corpus, load_corpus)
 from .text import Vocab, char_tokenize, sentences, word_tokenize
@@ -14,5 +16,6 @@ from .text import Vocab, char_tokenize, sentences, word_tokenize
 __all__ = [
     "Article", "Snippet", "TaggedSentence", "Corpus", "CorpusUnavailableError", "CORPORA", "DOWNLOADS",
     "load_corpus", "download_corpus", "char_tokenize", "word_tokenize", "sentences", "Vocab",
-    "fixed_windows", "StreamBatcher", "pad_batch", "UNIVERSAL_TAGS", "brown_to_universal",
+    "Batch", "fixed_windows", "WindowBatches", "window_data", "sentence_stream", "StreamBatcher", "lm_batches",
+    "pad_batch", "PaddedBatches", "PairBatches", "shift_right", "UNIVERSAL_TAGS", "brown_to_universal",
 ]
