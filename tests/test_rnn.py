@@ -21,16 +21,19 @@ from seqviz.rnn import (
     RNNClassifierConfig,
     RNNLM,
     RNNLMConfig,
+    RecurrentLayer,
+    RecurrentLM,
+    RecurrentLMConfig,
     RNNTagger,
     RNNTaggerConfig,
     accuracy,
     elman_bptt,
-    elman_scan,
     grad_norm_by_distance,
     lm_batches,
     lm_grad_norm_by_distance,
     lm_step,
     rnnlm_manual_gradients,
+    scan,
     sentence_stream,
 )
 
@@ -104,18 +107,18 @@ def test_layer_equals_torch_rnn_relu_without_bias():
 
 
 def test_scan_is_the_loop_of_fig_9_4():
-    """elman_scan is h_t = g(U h_{t-1} + W x_t) step by step, and the last output is the final state."""
+    """scan over an ElmanCell is h_t = g(U h_{t-1} + W x_t) step by step, and the last output is the final state."""
     g = seeded(3)
     cell = ElmanCell(3, 4)
     x, h0 = randn(2, 5, 3, g=g), torch.zeros(2, 4)
-    out, h_last = elman_scan(cell, x, h0)
+    out, h_last = scan(cell, x, h0)
     h = h0
     for t in range(5):
         h = torch.tanh(h @ cell.U.T + cell.b_U + x[:, t] @ cell.W.T + cell.b_W)
         assert torch.allclose(out[:, t], h, atol=TOL, rtol=0)
     assert torch.equal(out[:, -1], h_last)
-    back, h_first = elman_scan(cell, x, h0, reverse=True)
-    flipped, _ = elman_scan(cell, x.flip(1), h0)
+    back, h_first = scan(cell, x, h0, reverse=True)
+    flipped, _ = scan(cell, x.flip(1), h0)
     assert torch.allclose(back, flipped.flip(1), atol=TOL, rtol=0) and torch.equal(back[:, 0], h_first)
 
 
@@ -126,8 +129,8 @@ def test_bidirectional_merge(merge):
     rnn = ElmanRNN(3, 4, bidirectional=True, merge=merge)
     x = randn(2, 5, 3, g=g)
     out, h_n = rnn(x)
-    fwd, _ = elman_scan(rnn.cell(0, 0), x, torch.zeros(2, 4))
-    bwd, _ = elman_scan(rnn.cell(0, 1), x.flip(1), torch.zeros(2, 4))
+    fwd, _ = scan(rnn.cell(0, 0), x, torch.zeros(2, 4))
+    bwd, _ = scan(rnn.cell(0, 1), x.flip(1), torch.zeros(2, 4))
     bwd = bwd.flip(1)
     expected = {"concat": torch.cat([fwd, bwd], -1), "sum": fwd + bwd, "mean": (fwd + bwd) / 2}[merge]
     assert rnn.d_out == (8 if merge == "concat" else 4)
@@ -196,6 +199,165 @@ def test_shells_hold_no_weights_and_model_copies():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the generic layer: any cell, its state a tensor or a tuple of tensors
+
+
+class PairCell(torch.nn.Module):
+    """A toy cell whose state is two tensors (h, c), like an LSTM's: c_t = 0.5 c_{t-1} + W x_t,
+    h_t = tanh(U h_{t-1} + c_t). Its trace is {"c": c_t, "h": h_t}."""
+
+    def __init__(self, d_in, d_h):
+        super().__init__()
+        self.d_h = d_h
+        self.W = torch.nn.Parameter(torch.randn(d_h, d_in) * 0.5)
+        self.U = torch.nn.Parameter(torch.randn(d_h, d_h) * 0.5)
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        zeros = torch.zeros(batch_size, self.d_h, device=device, dtype=dtype)
+        return zeros, zeros.clone()
+
+    def forward_traced(self, x_t, state):
+        h, c = state
+        c_t = 0.5 * c + x_t @ self.W.T
+        h_t = torch.tanh(h @ self.U.T + c_t)
+        return (h_t, c_t), {"c": c_t, "h": h_t}
+
+    def forward(self, x_t, state):
+        return self.forward_traced(x_t, state)[0]
+
+
+class PairRNN(RecurrentLayer):
+    cell_class = PairCell
+
+
+def _pair_reference(layer, x, lengths):
+    """The stacked bidirectional PairRNN in plain loops, one sequence at a time (no padding, no scan)."""
+    K = layer.num_directions
+    outs, h_n, c_n = [], [], []
+    for b, n in enumerate(lengths):
+        inp = x[b, :n]                                                  # (n, d_in)
+        hs_b, cs_b = [], []
+        for layer_i in range(layer.num_layers):
+            dirs = []
+            for k in range(K):
+                cell = layer.cell(layer_i, k)
+                h, c = torch.zeros(layer.d_h), torch.zeros(layer.d_h)
+                seq = [None] * n
+                for t in (reversed(range(n)) if k == 1 else range(n)):
+                    c = 0.5 * c + cell.W @ inp[t]
+                    h = torch.tanh(cell.U @ h + c)
+                    seq[t] = h
+                dirs.append(torch.stack(seq))                           # (n, d_h)
+                hs_b.append(h), cs_b.append(c)
+            inp = torch.cat(dirs, -1)                                   # (n, K d_h) concat
+        outs.append(inp), h_n.append(torch.stack(hs_b)), c_n.append(torch.stack(cs_b))
+    return outs, torch.stack(h_n, 1), torch.stack(c_n, 1)              # (L*K, B, d_h) each
+
+
+@pytest.mark.parametrize("bidirectional,layers", [(False, 1), (True, 2)])
+def test_generic_layer_with_a_tuple_state_equals_plain_loops(bidirectional, layers):
+    seeded(30)
+    layer = PairRNN(3, 4, layers, bidirectional=bidirectional)
+    lengths = [5, 2, 7]
+    x = torch.randn(3, 8, 3)
+    mask = torch.arange(8)[None] < torch.tensor(lengths)[:, None]
+    out, (h_n, c_n) = layer(x, mask=mask)
+    K = 2 if bidirectional else 1
+    assert out.shape == (3, 8, 4 * K) and h_n.shape == c_n.shape == (layers * K, 3, 4)
+    ref_out, ref_h, ref_c = _pair_reference(layer, x, lengths)
+    for b, n in enumerate(lengths):
+        assert torch.allclose(out[b, :n], ref_out[b], atol=1e-6, rtol=0)
+        assert torch.count_nonzero(out[b, n:]) == 0                    # padding outputs zeros
+    assert torch.allclose(h_n, ref_h, atol=1e-6, rtol=0) and torch.allclose(c_n, ref_c, atol=1e-6, rtol=0)
+    # a given initial state is used: carrying (h_n, c_n) over two halves equals one pass (unidirectional)
+    if not bidirectional:
+        whole, (hw, cw) = layer(x)
+        first, st = layer(x[:, :3])
+        second, (h2, c2) = layer(x[:, 3:], st)
+        assert torch.allclose(torch.cat([first, second], 1), whole, atol=1e-6, rtol=0)
+        assert torch.allclose(h2, hw, atol=1e-6) and torch.allclose(c2, cw, atol=1e-6)
+
+
+def test_generic_layer_returns_every_cells_traces():
+    seeded(31)
+    layer = PairRNN(3, 4, 2, bidirectional=True, merge="sum")
+    x = torch.randn(2, 6, 3)
+    mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    out, state, traces = layer(x, mask=mask, return_traces=True)
+    assert torch.equal(out, layer(x, mask=mask)[0])
+    assert len(traces) == 4 and all(set(tr) == {"c", "h"} for tr in traces)      # layer * K + direction
+    assert all(tr["h"].shape == (2, 6, 4) for tr in traces)
+    assert torch.allclose(traces[2]["h"] + traces[3]["h"], out, atol=1e-6)     # top layer's h, merged by sum
+    assert torch.count_nonzero(traces[0]["c"][1, 3:]) == 0                     # padded steps trace zeros
+    assert torch.allclose(traces[0]["c"][:, -1][0], state[1][0, 0])            # forward c_T of layer 0
+    # an Elman cell traces its pre-activation a_t and h_t = tanh(a_t)
+    rnn = ElmanRNN(3, 4, impl="fused")
+    out, _, (tr,) = rnn(x, return_traces=True)
+    assert torch.allclose(tr["h"], torch.tanh(tr["a"])) and torch.allclose(tr["h"], out, atol=1e-6)
+
+
+def test_scan_with_a_tuple_state_keeps_the_state_on_padding():
+    seeded(32)
+    cell = PairCell(3, 4)
+    x = torch.randn(2, 5, 3)
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    out, (h, c) = scan(cell, x, cell.init_state(2), mask)
+    alone, (h1, c1) = scan(cell, x[1:, :2], cell.init_state(1))
+    assert torch.allclose(out[1, :2], alone[0]) and torch.count_nonzero(out[1, 2:]) == 0
+    assert torch.allclose(h[1], h1[0]) and torch.allclose(c[1], c1[0])
+    back, (hb, cb) = scan(cell, x, cell.init_state(2), mask, reverse=True)
+    alone_b, (hb1, cb1) = scan(cell, x[1:, :2], cell.init_state(1), reverse=True)
+    assert torch.allclose(back[1, :2], alone_b[0]) and torch.allclose(cb[1], cb1[0])
+
+
+def test_generic_lm_and_classifier_take_a_tuple_state_layer():
+    """RecurrentLM and the classifier over a two-tensor-state layer: stateful windows, step and reorder_state."""
+    class PairLM(RecurrentLM):
+        def build_layer(self, c):
+            return PairRNN(c.d_emb, c.d_h, c.num_layers, impl=c.impl)
+
+    set_seed(33)
+    lm = PairLM(RecurrentLMConfig.tiny(11, num_layers=2, impl="scratch"))
+    idx = torch.randint(11, (3, 7))
+    whole, _ = lm(idx)
+    first, _, state = lm(idx[:, :3], return_state=True)
+    assert isinstance(state, tuple) and state[0].shape == state[1].shape == (2, 3, 16)
+    second, _, _ = lm(idx[:, 3:], state=state, return_state=True)
+    assert torch.allclose(torch.cat([first, second], 1), whole, atol=1e-6, rtol=0)
+    logits, st = lm.step(idx[:, :5])
+    for t in range(5, 7):
+        logits, st = lm.step(idx[:, t:t + 1], st)
+        assert torch.allclose(logits, whole[:, t], atol=1e-6)
+    picked = lm.reorder_state(st, torch.tensor([2, 2, 0]))
+    assert torch.equal(picked[1][:, 0], st[1][:, 2]) and picked[0].shape == (2, 3, 16)
+    with pytest.raises(ValueError, match=r"impl='fused' needs a torch.nn twin"):
+        PairLM(RecurrentLMConfig.tiny(11))                              # the default impl is fused
+    with pytest.raises(ValueError, match=r"a tuple of 2 tensors"):
+        lm(idx, state=torch.zeros(2, 3, 16))
+
+    class PairClassifier(RNNClassifier):
+        def build_layer(self, c):
+            return PairRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge)
+
+    clf = PairClassifier(RNNClassifierConfig.tiny(20, 3, bidirectional=True, num_layers=2, pooling="last"))
+    seqs = [[4, 9, 3, 12], [7]]
+    ids, mask = _pad(seqs, 0, extra=2)
+    logits, _ = clf(ids, mask=mask)
+    for b, s in enumerate(seqs):
+        assert torch.allclose(logits[b], clf(torch.tensor([s]))[0][0], atol=1e-6, rtol=0)
+
+
+def test_a_layer_needs_a_cell():
+    class NoCell(RecurrentLayer):
+        pass
+
+    with pytest.raises(TypeError, match="cell_class"):
+        NoCell(3, 4)
+    with pytest.raises(ValueError, match="has none; use impl='scratch'"):
+        PairRNN(3, 4, impl="fused")
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # backpropagation through time, by hand
 
 
@@ -206,7 +368,7 @@ def test_manual_bptt_equals_autograd(nonlinearity):
     x = randn(4, 9, 3, g=g, dtype=torch.float64).requires_grad_()
     h0 = randn(4, 5, g=g, dtype=torch.float64).requires_grad_()
     dL_dy = randn(4, 9, 5, g=g, dtype=torch.float64)
-    out, _ = elman_scan(cell, x, h0)
+    out, _ = scan(cell, x, h0)
     (out * dL_dy).sum().backward()                               # a loss whose gradient at each h_t is dL_dy
     manual = elman_bptt(cell, x.detach(), h0.detach(), dL_dy)
     for name in ("W", "U", "b_W", "b_U"):
@@ -487,7 +649,7 @@ def test_classifier_pooling_definitions():
     ids, mask = _pad(seqs, 0, extra=1)
     for bidirectional in (False, True):
         base = RNNClassifier(RNNClassifierConfig.tiny(20, 2, bidirectional=bidirectional))
-        h, h_n = base.rnn(base.E(ids), mask=mask)
+        h, h_n = base.encoder.rnn(base.encoder.E(ids), mask=mask)
         K = 2 if bidirectional else 1
         for pooling in ("last", "mean", "max"):
             base.config.pooling = pooling

@@ -3,13 +3,15 @@
 An Elman cell computes one step, h_t = g(U h_{t-1} + W x_t) (9.3); a layer loops the cell over time; the models put
 embeddings E before it and an output matrix V (or E^T, with weight tying) after it. Every scratch layer has a fused
 twin (`torch.nn.RNN` running *our* parameters through `torch.func.functional_call`), proven equal in the tests and
-used for training by default.
+used for training by default. The loop, the layer, the LM and the encoder are generic over the cell (its state a
+tensor or a tuple of tensors, as an LSTM's (h, c)): chapter 4 adds only cells and their fused twins.
 
 Read in this order:
-- `elman`     ElmanCell, elman_scan (forward inference, Fig. 9.4), ElmanRNN (stacked, bidirectional, masks)
+- `layer`     scan (forward inference, Fig. 9.4) and RecurrentLayer (stacked, bidirectional, masks), for any cell
+- `elman`     ElmanCell and ElmanRNN, the RecurrentLayer of Elman cells (fused twin: torch.nn.RNN)
 - `bptt`      backpropagation through time by hand, gradient norms against distance (vanishing gradients)
-- `lm`        RNNLM (9.6-9.8, tying 9.14-9.16), the sentence stream, windows and steps for truncated BPTT
-- `labeling`  RNNTagger and RNNClassifier (last / mean / max pooling, 9.17) with padding masks
+- `lm`        RecurrentLM and RNNLM (9.6-9.8, tying 9.14-9.16): stateful windows, incremental `step` for decoding
+- `labeling`  RecurrentEncoder, RNNTagger and RNNClassifier (last / mean / max pooling, 9.17) with padding masks
 
 Shapes, batch first: B batch, T time, d_in input width, d_h hidden width, L layers, K directions (1 or 2),
 V vocabulary size (the matrix V is the output layer; the context tells which is meant).
@@ -17,15 +19,16 @@ V vocabulary size (the matrix V is the output layer; the context tells which is 
 
 from seqviz._checks import IGNORE_INDEX
 from .bptt import BPTTGrads, elman_bptt, grad_norm_by_distance, lm_grad_norm_by_distance, rnnlm_manual_gradients
-from .elman import ElmanCell, ElmanRNN, elman_scan
-from .labeling import (PaddedBatches, RNNClassifier, RNNClassifierConfig, RNNTagger, RNNTaggerConfig,
-                       accuracy)
-from .lm import RNNLM, RNNLMConfig, lm_batches, lm_step, sentence_stream
+from .elman import ElmanCell, ElmanRNN
+from .labeling import (PaddedBatches, RecurrentEncoder, RNNClassifier, RNNClassifierConfig, RNNTagger,
+                       RNNTaggerConfig, accuracy)
+from .layer import RecurrentLayer, State, map_state, scan, state_h
+from .lm import RNNLM, RecurrentLM, RecurrentLMConfig, RNNLMConfig, lm_batches, lm_step, sentence_stream
 
 __all__ = [
     "IGNORE_INDEX",
-    "ElmanCell", "elman_scan", "ElmanRNN",
+    "State", "scan", "RecurrentLayer", "map_state", "state_h", "ElmanCell", "ElmanRNN",
     "BPTTGrads", "elman_bptt", "rnnlm_manual_gradients", "grad_norm_by_distance", "lm_grad_norm_by_distance",
-    "RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step",
-    "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches",
+    "RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step",
+    "RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches",
 ]

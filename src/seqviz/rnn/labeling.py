@@ -18,29 +18,49 @@ from seqviz.data import pad_batch
 from seqviz._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
                       _check_targets)
 from .elman import ElmanRNN
+from .layer import RecurrentLayer, State, state_h
 
-__all__ = ["RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches"]
-
-
-def _encode(model, idx: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-    """Embed and run the RNN with a padding mask (given, or idx != pad_id). -> (h (B, T, d_out), h_n, mask)."""
-    c = model.config
-    _check_ids(idx, c.vocab_size)
-    if mask is None:
-        mask = idx != c.pad_id if c.pad_id is not None else torch.ones_like(idx, dtype=torch.bool)
-    e = model.drop(model.E(idx))                                                  # (B, T, d_emb)
-    h, h_n = model.rnn(e, None, mask)                                             # (B, T, d_out), (L*K, B, d_h)
-    return model.drop(h), h_n, mask
+__all__ = ["RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches"]
 
 
-def _build_encoder(model: nn.Module, c, n_out: int) -> None:
-    """The parts a tagger and a classifier share: embeddings E, an Elman RNN, dropout, and the output layer V."""
-    model.E = nn.Embedding(c.vocab_size, c.d_emb)
-    model.rnn = ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
-                         nonlinearity=c.nonlinearity, impl=c.impl)
-    model.V = nn.Linear(model.rnn.d_out, n_out)
-    model.drop = nn.Dropout(c.dropout)
-    nn.init.uniform_(model.E.weight, -0.1, 0.1)
+class RecurrentEncoder(nn.Module):
+    """Token ids to contextual states: embeddings E, a recurrent layer (any cell, any depth and direction), dropout.
+
+    forward(idx (B, T), mask (B, T) | None) -> (h (B, T, d_out), state_n (L*K, B, d_h) or a tuple of such, mask);
+    without a mask, mask = idx != pad_id (all True when pad_id is None). Shared by the tagger and the classifier.
+    """
+
+    def __init__(self, vocab_size: int, d_emb: int, layer: RecurrentLayer, dropout: float = 0.0,
+                 pad_id: int | None = None):
+        super().__init__()
+        _check_positive(vocab_size=vocab_size, d_emb=d_emb)
+        if not isinstance(layer, RecurrentLayer) or layer.d_in != d_emb:
+            raise ValueError(f"layer must be a RecurrentLayer reading d_emb={d_emb} inputs, got "
+                             f"{type(layer).__name__} with d_in={getattr(layer, 'd_in', None)}")
+        self.vocab_size, self.pad_id = vocab_size, pad_id
+        self.E = nn.Embedding(vocab_size, d_emb)
+        self.rnn = layer
+        self.drop = nn.Dropout(dropout)
+        nn.init.uniform_(self.E.weight, -0.1, 0.1)
+
+    @property
+    def d_out(self) -> int:
+        return self.rnn.d_out
+
+    def forward(self, idx: Tensor, mask: Tensor | None = None) -> tuple[Tensor, State, Tensor]:
+        _check_ids(idx, self.vocab_size)
+        if mask is None:
+            mask = idx != self.pad_id if self.pad_id is not None else torch.ones_like(idx, dtype=torch.bool)
+        # (9.6) e_t = E x_t
+        e = self.drop(self.E(idx))                                                # (B, T, d_emb)
+        h, state_n = self.rnn(e, None, mask)                                      # (B, T, d_out), (L*K, B, d_h)
+        return self.drop(h), state_n, mask
+
+
+def _elman_layer(c) -> ElmanRNN:
+    """The Elman layer a tagger or classifier config describes."""
+    return ElmanRNN(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
+                    nonlinearity=c.nonlinearity, impl=c.impl)
 
 
 def _check_encoder_config(c) -> None:
@@ -92,11 +112,16 @@ class RNNTagger(nn.Module):
 
     def __init__(self, config: RNNTaggerConfig):
         super().__init__()
-        self.config = config
-        _build_encoder(self, config, config.num_tags)
+        self.config = c = config
+        self.encoder = RecurrentEncoder(c.vocab_size, c.d_emb, self.build_layer(c), c.dropout, c.pad_id)
+        self.V = nn.Linear(self.encoder.d_out, c.num_tags)
+
+    def build_layer(self, config: RNNTaggerConfig) -> RecurrentLayer:
+        """The recurrent layer (Elman here); a subclass may return another cell's layer from the same sizes."""
+        return _elman_layer(config)
 
     def forward(self, idx: Tensor, targets: Tensor | None = None, mask: Tensor | None = None):
-        h, _, mask = _encode(self, idx, mask)                                     # (B, T, d_out)
+        h, _, mask = self.encoder(idx, mask)                                      # (B, T, d_out)
         # (9.5) y_t = softmax(V h_t), one label per token; the softmax lives in the loss
         logits = self.V(h)                                                        # (B, T, n_tags)
         loss = None
@@ -149,29 +174,35 @@ class RNNClassifier(nn.Module):
 
     def __init__(self, config: RNNClassifierConfig):
         super().__init__()
-        self.config = config
-        _build_encoder(self, config, config.num_classes)
+        self.config = c = config
+        self.encoder = RecurrentEncoder(c.vocab_size, c.d_emb, self.build_layer(c), c.dropout, c.pad_id)
+        self.V = nn.Linear(self.encoder.d_out, c.num_classes)
 
-    def pool(self, h: Tensor, h_n: Tensor, mask: Tensor) -> Tensor:
-        """(B, T, d_out) outputs, (L*K, B, d_h) final states, (B, T) mask -> (B, d_out)."""
+    def build_layer(self, config: RNNClassifierConfig) -> RecurrentLayer:
+        """The recurrent layer (Elman here); a subclass may return another cell's layer from the same sizes."""
+        return _elman_layer(config)
+
+    def pool(self, h: Tensor, state_n: State, mask: Tensor) -> Tensor:
+        """(B, T, d_out) outputs, final states (L*K, B, d_h) (or a tuple: h_n first), (B, T) mask -> (B, d_out)."""
         how = self.config.pooling
         if how == "mean":
             # (9.17) h_mean = (1/n) sum_i h_i over the n real tokens (outputs are 0 at padding)
             return h.sum(1) / mask.sum(1, keepdim=True)                           # (B, d_out)
         if how == "max":
             return h.masked_fill(~mask[..., None], float("-inf")).amax(1)         # (B, d_out)
-        K = self.rnn.num_directions
-        top = self.drop(h_n[-K:])                                                 # (K, B, d_h) top layer's h_n
+        rnn = self.encoder.rnn
+        K = rnn.num_directions
+        top = self.encoder.drop(state_h(state_n)[-K:])                            # (K, B, d_h) top layer's h_n
         if K == 1:
             return top[0]                                                         # (B, d_h)
-        if self.rnn.merge == "concat":
+        if rnn.merge == "concat":
             return torch.cat([top[0], top[1]], -1)                                # (B, 2 d_h) [h^f_n; h^b_1]
-        return top.sum(0) if self.rnn.merge == "sum" else top.mean(0)             # (B, d_h)
+        return top.sum(0) if rnn.merge == "sum" else top.mean(0)                  # (B, d_h)
 
     def forward(self, idx: Tensor, targets: Tensor | None = None, mask: Tensor | None = None):
-        h, h_n, mask = _encode(self, idx, mask)                                   # (B, T, d_out), (L*K, B, d_h)
+        h, state_n, mask = self.encoder(idx, mask)                                # (B, T, d_out), (L*K, B, d_h)
         # y = softmax(V h_pool): one label for the whole sequence
-        logits = self.V(self.pool(h, h_n, mask))                                  # (B, n_classes)
+        logits = self.V(self.pool(h, state_n, mask))                              # (B, n_classes)
         loss = None
         if targets is not None:
             _check_targets(targets, (idx.shape[0],), self.config.num_classes)
