@@ -189,3 +189,42 @@ def test_seed_beam_example_greedy_vs_beam():
     # every distribution of the toy model sums to 1
     for ctx in list(s.TABLE) + [("x",)]:
         assert math.isclose(sum(s.probs(ctx).values()), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# data: the date task
+# ---------------------------------------------------------------------------------------------------------------
+def test_date_task_is_seeded_split_by_date_and_correct():
+    import datetime
+
+    from seqviz.data.tasks import DATE_FORMATS, date_examples, date_task
+    t = date_task(2000, 300, 300, seed=3)
+    assert t == date_task(2000, 300, 300, seed=3)
+    assert date_examples(50, seed=4) != date_examples(50, seed=3)
+    dates = {s: {e.target for e in ex} for s, ex in t.items()}
+    assert not dates["train"] & dates["test"] and not dates["train"] & dates["valid"]
+    assert {e.form for e in t["train"]} == set(DATE_FORMATS)
+    for e in t["train"]:
+        d = datetime.date.fromisoformat(e.target)
+        assert DATE_FORMATS[e.form](d) == e.source
+    # a few forms parse back with strptime, independently of the generator
+    for e in t["train"]:
+        if e.form == "d_month_y":
+            assert datetime.datetime.strptime(e.source, "%d %B %Y").date().isoformat() == e.target
+        if e.form == "us_slash":
+            assert datetime.datetime.strptime(e.source, "%m/%d/%Y").date().isoformat() == e.target
+        if e.form == "dd_mon_yy":
+            assert datetime.datetime.strptime(e.source.title(), "%d-%b-%y").date().isoformat() == e.target
+    assert DATE_FORMATS["dth_of_month_y"](datetime.date(1999, 3, 3)) == "3rd of March 1999"
+    assert DATE_FORMATS["dth_of_month_y"](datetime.date(1999, 3, 11)) == "11th of March 1999"
+    assert DATE_FORMATS["dth_of_month_y"](datetime.date(1999, 3, 22)) == "22nd of March 1999"
+
+
+def test_date_task_bad_input():
+    from seqviz.data.tasks import date_examples
+    with pytest.raises(ValueError, match="split must be"):
+        date_examples(3, split="dev")
+    with pytest.raises(ValueError, match="unknown date forms"):
+        date_examples(3, forms=["iso"])
+    with pytest.raises(ValueError, match="non-negative int"):
+        date_examples(-1)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["AgreementExample", "agreement_examples", "agreement_vocabulary", "AGREEMENT_VERBS"]
+__all__ = ["AgreementExample", "agreement_examples", "agreement_vocabulary", "AGREEMENT_VERBS",
+           "DateExample", "DATE_FORMATS", "DATE_YEARS", "date_examples", "date_task"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -84,3 +85,89 @@ def agreement_examples(n: int, max_phrases: int = 4, *, seed: int = 0, p_relativ
                 tokens += [rng.choice(_PREPOSITIONS), *_noun_phrase(rng, other)]
         out.append(AgreementExample(tuple(tokens), int(plural), k, len(tokens) - 2, attractors))
     return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Date normalisation (chapter 5): "3rd of March 1999" -> "1999-03-03", many surface forms, crisp alignments
+# ----------------------------------------------------------------------------------------------------------------
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+#: every surface form the generator writes, by name: each takes a datetime.date and returns the text
+DATE_FORMATS = {
+    "d_month_y": lambda d: f"{d.day} {_MONTHS[d.month - 1]} {d.year}",                     # 3 March 1999
+    "dth_of_month_y": lambda d: f"{_ordinal(d.day)} of {_MONTHS[d.month - 1]} {d.year}",   # 3rd of March 1999
+    "the_dth_of_month_y": lambda d: f"the {_ordinal(d.day)} of {_MONTHS[d.month - 1].lower()}, {d.year}",
+    "month_d_y": lambda d: f"{_MONTHS[d.month - 1]} {d.day}, {d.year}",                    # March 3, 1999
+    "month_dth_y": lambda d: f"{_MONTHS[d.month - 1]} {_ordinal(d.day)}, {d.year}",        # March 3rd, 1999
+    "d_mon_y": lambda d: f"{d.day} {_MONTHS[d.month - 1][:3]} {d.year}",                   # 3 Mar 1999
+    "mon_d_y": lambda d: f"{_MONTHS[d.month - 1][:3]} {d.day} {d.year}",                   # Mar 3 1999
+    "dd_mon_yy": lambda d: f"{d.day:02d}-{_MONTHS[d.month - 1][:3].upper()}-{d.year % 100:02d}",  # 03-MAR-99
+    "us_slash": lambda d: f"{d.month}/{d.day}/{d.year}",                                   # 3/3/1999 (m/d/y)
+    "eu_dots": lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",                            # 03.03.1999 (d.m.y)
+    "weekday_month_d_y": lambda d: f"{_WEEKDAYS[d.weekday()]}, {_MONTHS[d.month - 1]} {d.day}, {d.year}",
+    "weekday_the_dth_of_month_y": lambda d: (f"{_WEEKDAYS[d.weekday()]} the {_ordinal(d.day)} of "
+                                             f"{_MONTHS[d.month - 1]} {d.year}"),  # Wednesday the 3rd of March 1999
+    "y_month_d": lambda d: f"{d.year}, {_MONTHS[d.month - 1]} {d.day}",                    # 1999, March 3
+}
+#: the years the generator draws from: a century, so two-digit years (dd_mon_yy) are unambiguous, read as POSIX
+#: strptime's %y does (69-99 -> 19xx, 00-68 -> 20xx)
+DATE_YEARS = (1969, 2068)
+
+
+@dataclass(frozen=True)
+class DateExample:
+    """A date written one way (``source``) and its ISO 8601 form (``target``, YYYY-MM-DD)."""
+
+    source: str
+    target: str
+    form: str  # the name of the surface form in DATE_FORMATS
+
+
+def _date_split(d) -> str:
+    """Which split a date belongs to, fixed by the date itself: no date is seen in two splits."""
+    import zlib
+    b = zlib.crc32(d.isoformat().encode()) % 20
+    return "test" if b == 0 else "valid" if b == 1 else "train"
+
+
+def date_examples(n: int, *, seed: int = 0, split: str = "train", forms=None) -> list[DateExample]:
+    """``n`` seeded examples of the date-normalisation task from one split (``"train"``, ``"valid"`` or ``"test"``).
+
+    Dates are drawn uniformly from DATE_YEARS and the surface form uniformly from ``forms`` (default: all of
+    DATE_FORMATS). Each date belongs to exactly one split (about 90/5/5 of all dates), so test dates are never
+    trained on. The same ``seed`` gives the same examples.
+    """
+    import datetime
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int (the number of examples), got {n!r}")
+    if split not in ("train", "valid", "test"):
+        raise ValueError(f"split must be 'train', 'valid' or 'test', got {split!r}")
+    forms = list(DATE_FORMATS) if forms is None else list(forms)
+    unknown = [f for f in forms if f not in DATE_FORMATS]
+    if unknown or not forms:
+        raise ValueError(f"unknown date forms {unknown}; choose from {', '.join(DATE_FORMATS)}")
+    rng = random.Random(f"dates-{seed}-{split}")
+    first = datetime.date(DATE_YEARS[0], 1, 1).toordinal()
+    last = datetime.date(DATE_YEARS[1], 12, 31).toordinal()
+    out: list[DateExample] = []
+    while len(out) < n:
+        d = datetime.date.fromordinal(rng.randint(first, last))
+        if _date_split(d) != split:
+            continue
+        form = rng.choice(forms)
+        out.append(DateExample(DATE_FORMATS[form](d), d.isoformat(), form))
+    return out
+
+
+def date_task(n_train: int = 10_000, n_valid: int = 500, n_test: int = 500, *, seed: int = 0, forms=None
+              ) -> dict[str, list[DateExample]]:
+    """The three splits of the date task: ``{"train": [...], "valid": [...], "test": [...]}``."""
+    return {split: date_examples(n, seed=seed, split=split, forms=forms)
+            for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test))}
