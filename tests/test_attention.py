@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqviz.attention import (AdditiveScore, DotScore, GeneralScore, SoftAttention, attention, causal_mask,
@@ -228,3 +228,94 @@ def test_date_task_bad_input():
         date_examples(3, forms=["iso"])
     with pytest.raises(ValueError, match="non-negative int"):
         date_examples(-1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# data: byte-pair encoding
+# ---------------------------------------------------------------------------------------------------------------
+def _naive_bpe(text, num_merges, min_freq=2):
+    """Sennrich et al. (2016), Fig. 1, recounting every pair after each merge (slow, obviously right)."""
+    import collections
+    import re
+    from seqviz.data.bpe import pretokenize
+    vocab = collections.Counter(tuple(w) for w in pretokenize(text))
+    merges = []
+    for _ in range(num_merges):
+        pairs = collections.Counter()
+        for w, n in vocab.items():
+            for p in zip(w, w[1:]):
+                pairs[p] += n
+        if not pairs:
+            break
+        best, n = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+        if n < min_freq:
+            break
+        merges.append(best)
+        new = collections.Counter()
+        for w, c in vocab.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            new[tuple(out)] += c
+        vocab = new
+    return merges
+
+
+_TEXT = ("the lower the newer the lowest the newest wider low lower lowest newer newest widest. "
+         "Anything unseen still encodes: zebra quux! \n\n  tabs\tand  spaces  ") * 3
+
+
+def test_bpe_learns_the_merges_of_the_paper_algorithm():
+    from seqviz.data.bpe import BPE
+    bpe = BPE.learn(_TEXT, 60)
+    assert bpe.merges == _naive_bpe(_TEXT, 60)
+    assert len(bpe) == 60
+
+
+@settings(max_examples=60)
+@given(st.text(alphabet="ab c\n", min_size=1, max_size=60), st.integers(1, 15))
+def test_bpe_incremental_counts_equal_recounting(text, k):
+    from seqviz.data.bpe import BPE
+    assert BPE.learn(text, k, min_freq=1).merges == _naive_bpe(text, k, min_freq=1)
+
+
+def test_bpe_splits_rare_words_into_known_pieces():
+    from seqviz.data.bpe import BPE
+    bpe = BPE.learn("low lower lowest newer newest " * 20, 40)
+    pieces = bpe.encode(" slowest")
+    assert "".join(pieces) == " slowest"
+    assert len(pieces) < len(" slowest") and "est" in "".join(pieces[1:])
+    assert set(pieces[1:]) <= set(bpe.symbols) | set("slowest")
+
+
+@given(st.text(max_size=80))
+def test_bpe_round_trips_any_text(text):
+    from seqviz.data.bpe import BPE, pretokenize
+    bpe = _BPE_FOR_PROPERTY
+    assert "".join(pretokenize(text)) == text
+    assert BPE.decode(bpe.encode(text)) == text
+
+
+def test_bpe_bad_input():
+    from seqviz.data.bpe import BPE
+    with pytest.raises(ValueError, match="no text"):
+        BPE.learn("", 10)
+    with pytest.raises(ValueError, match="num_merges"):
+        BPE.learn("abc", -1)
+    with pytest.raises(TypeError, match="str"):
+        BPE.learn("abc abc", 2).encode(["abc"])
+    with pytest.raises(TypeError, match="pieces must be strings"):
+        BPE.decode([1, 2])
+
+
+def _make_property_bpe():
+    from seqviz.data.bpe import BPE
+    return BPE.learn(_TEXT, 80)
+
+
+_BPE_FOR_PROPERTY = _make_property_bpe()
