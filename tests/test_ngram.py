@@ -1,5 +1,6 @@
-"""Tests for seqviz.ngram: hand-computed counts, distributions that sum to 1, an independent dict-based reference,
-NLTK's nltk.lm where the definitions match, perplexity by the formula, sampling, and clear errors on bad input."""
+"""Tests for seqviz.ngram: hand-computed counts, distributions that sum to 1, the scratch Kneser-Ney (ScratchKN)
+equal to the fast one, an independent dict-based backoff reference, NLTK's nltk.lm where the definitions match,
+perplexity by the formula, sampling, and clear errors on bad input."""
 from __future__ import annotations
 
 import itertools
@@ -14,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from seqviz import decode
 from seqviz.data import Vocab
-from seqviz.ngram import NGramConfig, NGramLM
+from seqviz.ngram import NGramConfig, NGramLM, ScratchKN
 
 SAM = [s.split() for s in ("I am Sam", "Sam I am", "I do not like green eggs and ham")]  # SLP's toy corpus
 ALPHABET = ["a", "b", "c", "d"]
@@ -47,7 +48,8 @@ def model_and_context(draw, smoothings=("addk", "backoff", "kn")):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# An independent reference: the textbook definitions written with dicts, one query at a time
+# An independent reference for backoff: the textbook definition written with dicts, one query at a time
+# (Kneser-Ney has its dict version in the package, seqviz.ngram.ScratchKN, tested below)
 # ---------------------------------------------------------------------------------------------------------------
 def ref_counts(sents, n):
     """counts[m][(w_1..w_m)] over n-grams ending at predicted positions (n-1 <s> of padding, one </s>)."""
@@ -58,29 +60,6 @@ def ref_counts(sents, n):
             for m in range(1, n + 1):
                 counts[m][tuple(p[i - m + 1:i + 1])] += 1
     return counts
-
-
-def ref_kn(sents, n, V, D):
-    """Interpolated KN, D[m-1] = (D1, D2, D3+) for order m; continuation counts below the top order."""
-    counts = ref_counts(sents, n)
-    cp = {n: counts[n]}
-    for m in range(1, n):
-        cp[m] = Counter(g[1:] for g in counts[m + 1])  # every distinct (m+1)-gram adds 1 to its suffix
-
-    def d(m, c):
-        return 0.0 if c == 0 else D[m - 1][min(c, 3) - 1]
-
-    def P(w, h):
-        m = len(h) + 1
-        lower = P(w, h[1:]) if m > 1 else 1.0 / V
-        row = {g[-1]: c for g, c in cp[m].items() if g[:-1] == h}
-        den = sum(row.values())
-        if den == 0:
-            return lower
-        gamma = sum(d(m, c) for c in row.values()) / den
-        return max(row.get(w, 0) - d(m, row.get(w, 0)), 0) / den + gamma * lower
-
-    return P
 
 
 def ref_backoff(sents, n, V, D):
@@ -202,15 +181,103 @@ def test_sentence_scores_match_one_context_queries(lm_ctx, test_sents):
 # ---------------------------------------------------------------------------------------------------------------
 # Equal to the dict-based reference
 # ---------------------------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------------------------
+# The scratch Kneser-Ney (dicts, one query at a time) equals the fast one (ranked integer ids)
+# ---------------------------------------------------------------------------------------------------------------
+ZIPF_WORDS = [f"w{i}" for i in range(10)]
+
+
+def zipf_corpus(n_sentences=100, seed=0):
+    """Skewed random sentences: enough n-grams seen 1, 2, 3 and 4 times that (1.9) estimates D_1 != D_2 != D_3+."""
+    rng = np.random.default_rng(seed)
+    p = 1 / np.arange(1, len(ZIPF_WORDS) + 1)
+    return [list(rng.choice(ZIPF_WORDS, size=rng.integers(1, 9), p=p / p.sum())) for _ in range(n_sentences)]
+
+
+def every_context(tokens, n):
+    """Every context of 0..n-1 tokens over ``tokens``, and each also behind explicit <s> where it is shorter."""
+    for length in range(n):
+        for ctx in itertools.product(tokens, repeat=length):
+            for n_bos in range(n - length):
+                yield ["<s>"] * n_bos + list(ctx)
+
+
+@pytest.mark.parametrize("discount", [None, 0.5, "per order"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_scratch_kn_equals_fast_in_every_context(n, discount):
+    sents = zipf_corpus()
+    if discount == "per order":
+        discount = [0.2, 0.9, 0.4, 1.0][:n]
+    fast = NGramLM(n=n, smoothing="kn", discount=discount).fit(sents)
+    scratch = ScratchKN(n=n, discount=discount).fit(sents)
+    if discount is None and n > 1:  # (1.9) really estimated three different discounts, at the top order too
+        assert len(set(np.round(fast.discounts_used[-1], 12))) == 3
+    np.testing.assert_allclose(scratch.discounts_used, fast.discounts_used, rtol=0, atol=0)
+    seen_contexts = {tuple(s[max(0, i - n + 1):i]) for s in sents for i in range(len(s) + 1)}
+    n_unseen = 0
+    for ctx in every_context(ZIPF_WORDS + ["zz"], n):  # "zz" is unknown: <unk>, a context never seen in training
+        p = scratch.distribution(ctx)
+        np.testing.assert_allclose(p, fast.distribution(ctx), rtol=0, atol=1e-12)
+        assert p.sum() == pytest.approx(1.0, abs=1e-12) and np.all(p[scratch.predictable] > 0)
+        n_unseen += tuple(t for t in ctx if t != "<s>") not in seen_contexts
+    assert n == 1 or n_unseen > 0  # unseen contexts were among those compared
+    ids = fast.vocab.encode(["w1", "w0", "</s>", "w3", "zz", "w2"])  # a history across a sentence boundary
+    torch.testing.assert_close(scratch.next_token_logits(ids), fast.next_token_logits(ids), rtol=0, atol=1e-12)
+    assert scratch.prob("w0", ["w1"][:n - 1]) == pytest.approx(fast.prob("w0", ["w1"][:n - 1]), abs=1e-12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(model_and_context(smoothings=("kn",)))
-def test_kneser_ney_equals_reference(lm_ctx):
+def test_scratch_kn_equals_fast_on_random_corpora(lm_ctx):
     lm, ctx, sents = lm_ctx
-    P = ref_kn(sents, lm.n, lm.V_pred, lm.discounts_used)
-    p = lm.distribution(ctx)
-    h = padded(lm, ctx)
-    for w in predictable(lm):
-        assert p[lm.vocab[w]] == pytest.approx(P(w, h), abs=1e-12)
+    scratch = ScratchKN(lm.config).fit(sents)
+    p = scratch.distribution(ctx)
+    np.testing.assert_allclose(p, lm.distribution(ctx), rtol=0, atol=1e-12)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert p[lm.vocab.bos_id] == 0 and p[lm.vocab.pad_id] == 0
+
+
+def test_scratch_kn_generates_like_the_fast_one_and_keeps_the_vocabulary():
+    vocab = Vocab.build(SAM, min_freq=2)  # a closed vocabulary: the rarer words are <unk>
+    fast, scratch = NGramLM(n=3).fit(SAM, vocab=vocab), ScratchKN(n=3).fit(SAM, vocab=vocab)
+    assert scratch.vocab is vocab and scratch.V_pred == fast.V_pred == 5
+    assert scratch.prob("green", ["I"]) == scratch.prob("<unk>", ["I"]) == pytest.approx(fast.prob("<unk>", ["I"]))
+    assert scratch.generate(["I"], 20, greedy=True) == fast.generate(["I"], 20, greedy=True)
+    (w_s, p_s), (w_f, p_f) = (zip(*lm.top_next(["I", "am"], k=3)) for lm in (scratch, fast))
+    assert w_s == w_f and p_s == pytest.approx(p_f, abs=1e-12)
+    assert "ScratchKN(n=3" in repr(scratch) and "not fitted" in repr(ScratchKN(n=2))
+
+
+def test_scratch_kn_reads_its_tables_like_the_equations():
+    """(1.6)-(1.8) by hand on SAM with one discount D = 0.5 at every order, bigram model."""
+    lm = ScratchKN(n=2, discount=0.5).fit(SAM)
+    # top order: raw counts after "I": am 2, do 1 -> sum 3; gamma(I) = (0.5 + 0.5) / 3
+    assert lm.cp[("I", "am")] == 2 and lm.cp[("I", "do")] == 1 and lm.total[("I",)] == 3
+    assert lm.gamma[("I",)] == pytest.approx(1 / 3)
+    # unigrams: continuation counts N1+(. w); "am" follows only "I"; 15 distinct bigram types
+    assert lm.cp[("am",)] == 1 and lm.cp[("</s>",)] == 3 and lm.total[()] == 15
+    V = lm.V_pred  # 12: 10 words, </s>, <unk>
+    p_uni_am = (1 - 0.5) / 15 + (0.5 * 11 / 15) * (1 / V)  # 11 distinct continuation types in c'(.)
+    assert lm.p_kn("am", ()) == pytest.approx(p_uni_am)
+    assert lm.prob("am", ["I"]) == pytest.approx((2 - 0.5) / 3 + (1 / 3) * p_uni_am)
+    assert lm.prob("am", ["zz"]) == pytest.approx(p_uni_am)  # <unk> never was a context: the lower order answers
+
+
+def test_scratch_kn_errors():
+    with pytest.raises(ValueError, match="Kneser-Ney only"):
+        ScratchKN(n=2, smoothing="laplace")
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        ScratchKN(n=0)
+    with pytest.raises(TypeError, match=r"ScratchKN\(n=...\)"):
+        ScratchKN(3)
+    with pytest.raises(ValueError, match="not been fitted"):
+        ScratchKN(n=2).prob("a")
+    with pytest.raises(ValueError, match="adds n-1 <s>"):
+        ScratchKN(n=2).fit([["<s>", "I", "am"]])
+    with pytest.raises(TypeError, match="not one string"):
+        ScratchKN(n=2).fit("I am Sam")
+    with pytest.raises(ValueError, match="at most 1 previous tokens"):
+        ScratchKN(n=2).fit(SAM).prob("Sam", ["I", "am"])
 
 
 @settings(max_examples=60, deadline=None)
@@ -233,9 +300,12 @@ def test_context_followed_by_every_word(smoothing):
     lm = NGramLM(n=2, smoothing=smoothing).fit(sents, vocab=vocab)
     p = lm.distribution(["a"])
     assert p.sum() == pytest.approx(1.0)
-    ref = (ref_backoff if smoothing == "backoff" else ref_kn)(sents, 2, 3, lm.discounts_used)
-    for w in ("a", "b", "</s>"):
-        assert p[vocab[w]] == pytest.approx(ref(w, ("a",)), abs=1e-12)
+    if smoothing == "backoff":
+        ref = ref_backoff(sents, 2, 3, lm.discounts_used)
+        ref_p = [ref(w, ("a",)) for w in ("a", "b", "</s>")]
+    else:
+        ref_p = [ScratchKN(n=2).fit(sents, vocab=vocab).prob(w, ["a"]) for w in ("a", "b", "</s>")]
+    np.testing.assert_allclose(p[[vocab["a"], vocab["b"], vocab["</s>"]]], ref_p, rtol=0, atol=1e-12)
     if smoothing == "backoff":  # C(a a) = 1, C(a b) = 2, C(a </s>) = 2 of C(a) = 5
         np.testing.assert_allclose(p[[vocab["a"], vocab["b"], vocab["</s>"]]], [1 / 5, 2 / 5, 2 / 5])
 
@@ -439,7 +509,7 @@ def test_user_vocabulary_closed_with_unk():
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [0, -1, 2.5, True, "3"])
 def test_bad_order(n):
-    with pytest.raises(ValueError, match="n must be an int >= 1"):
+    with pytest.raises(ValueError, match="n must be a positive int"):
         NGramLM(n=n)
 
 

@@ -15,9 +15,11 @@ Sentence boundaries (the book's convention, as in SLP): every sentence is padded
 (context only: ``<s>`` is never predicted) and closed with one ``</s>`` (predicted). A sentence of L words makes
 L + 1 predictions, and perplexity averages over exactly those: N = sum of (L + 1) over sentences.
 
-Counting is vectorised: the m-gram ending at each position gets an integer id, built order by order as the rank
-of the pair (id of its first m-1 tokens, last token) among all pairs (``np.unique``), so lookups are
-``np.searchsorted`` over sorted int64 keys and no Python dict is touched per token.
+Two implementations of Kneser-Ney, as the RNN has a scratch and a fused one. ``ScratchKN`` is the estimator written
+as its equations (dicts of token tuples, one query at a time) for reading; ``NGramLM`` is the fast one that scores a
+whole corpus: the m-gram ending at each position gets an integer id, built order by order as the rank of the pair
+(id of its first m-1 tokens, last token) among all pairs (``np.unique``), so lookups are ``np.searchsorted`` over
+sorted int64 keys and no Python dict is touched per token. The two are tested equal to 1e-12.
 Equation numbers: (9.1)-(9.2) are SLP 3rd ed. ch. 9 (chain rule, perplexity); (1.x) number the n-gram formulas
 (SLP ch. 3; Chen & Goodman 1999) in this book's chapter 1, ``notebooks/01_ngrams.ipynb``.
 Logs are natural logs. Shapes: V is the vocabulary size, Q a number of queries.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -33,9 +36,10 @@ import numpy as np
 import torch
 
 from . import decode
+from ._checks import _check_positive
 from .data import Vocab
 
-__all__ = ["NGramConfig", "NGramLM", "SMOOTHINGS"]
+__all__ = ["NGramConfig", "NGramLM", "ScratchKN", "SMOOTHINGS"]
 
 SMOOTHINGS = ("mle", "addk", "laplace", "backoff", "kn")
 
@@ -72,7 +76,7 @@ def _find(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def _modified_discounts(cp: np.ndarray) -> np.ndarray:
-    """(1.9) (D1, D2, D3+) from count-of-counts n_r of the counts ``cp`` (Chen & Goodman 1999):
+    """(1.9) (D1, D2, D3+) from the count-of-counts n_r of the counts ``cp`` (Chen & Goodman 1998):
 
     Y = n1 / (n1 + 2 n2); D1 = 1 - 2Y n2/n1; D2 = 2 - 3Y n3/n2; D3+ = 3 - 4Y n4/n3.
     Tiny corpora can leave some n_r at zero; then we fall back to Ney's single D = Y, or to 0.75.
@@ -87,38 +91,45 @@ def _modified_discounts(cp: np.ndarray) -> np.ndarray:
     return np.full(3, Y)
 
 
-class _Order:
-    """Count tables of one order m: every m-gram window seen in training, keyed by (id of its m-1 prefix, word)."""
-
-    def __init__(self, m: int, keys: np.ndarray, count: np.ndarray, n_contexts: int, V: int):
-        self.m = m
-        self.keys = keys                    # (G,) sorted int64: prefix_id * V + word (m = 1: the word id)
-        self.count = count                  # (G,) int64: times the m-gram ended at a predicted position
-        self.ctx = keys // V if m > 1 else np.zeros(len(keys), np.int64)   # (G,) id of the context (m-1)-gram
-        self.word = keys % V                # (G,)
-        # C(h) = sum_w C(h w): how often each context preceded a prediction
-        self.total = np.bincount(self.ctx, weights=count, minlength=n_contexts)  # (C,)
-        self.a = self.gamma = None          # filled in by the estimator (KN: alpha and gamma; backoff: see there)
+def _tokens(tokens, what: str) -> list[str]:
+    if isinstance(tokens, str):
+        raise TypeError(f"the {what} must be a list of tokens, not a string: e.g. {tokens.split()!r}")
+    tokens = list(tokens)
+    if not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"the {what} must hold token strings, got {[type(t).__name__ for t in tokens][:5]}")
+    return tokens
 
 
-class NGramLM:
-    """An n-gram language model over a :class:`seqviz.data.Vocab`.
+def _check_sentences(sentences, what: str) -> list[list[str]]:
+    if isinstance(sentences, str):
+        raise TypeError(f"the {what} must be a list of sentences (token lists), not one string: use "
+                        "seqviz.data.sentences(text) or corpus.sentences('train')")
+    sentences = list(sentences)
+    if not sentences:
+        raise ValueError(f"the {what} is empty: give at least one sentence")
+    for s in sentences:
+        if isinstance(s, str):
+            raise TypeError(f"each sentence must be a list of tokens, got the string {s[:40]!r}; tokenize it "
+                            "first (seqviz.data.word_tokenize / char_tokenize)")
+    sentences = [s if isinstance(s, (list, tuple)) else list(s) for s in sentences]
+    if not all(issubclass(t, str) for t in set(map(type, itertools.chain.from_iterable(sentences)))):
+        bad = next(t for s in sentences for t in s if not isinstance(t, str))
+        raise TypeError(f"sentences must hold token strings, got {type(bad).__name__} {bad!r}")
+    return sentences
 
-    >>> lm = NGramLM(n=3, smoothing="kn").fit(sentences)      # or NGramLM(NGramConfig.full())
-    >>> lm.prob("cat", ["the"]); lm.perplexity(test_sentences); lm.generate(["the"], temperature=0.8, seed=0)
 
-    Contexts are token lists, most recent last; fewer than n-1 tokens means the sentence began there (the model pads
-    with ``<s>``). ``next_token_logits(context_ids)`` is the package's LM interface: it returns log-probabilities
-    (V,) (``-inf`` for ``<s>`` and ``<pad>``), so :mod:`seqviz.decode` can sample from it.
-    """
+class _NGramBase:
+    """What the fast and the scratch model share: the config checks, the vocabulary, and every query of one context
+    (``prob``, ``distribution``, ``next_token_logits``, ``generate``, ...). A subclass fits counts and implements
+    ``_log_distribution(h)``: log P(w | h) over the vocabulary, (V,), for a history h of n-1 ids padded with <s>."""
 
     def __init__(self, config: NGramConfig | None = None, **overrides):
+        name = type(self).__name__
         if config is not None and not isinstance(config, NGramConfig):
             raise TypeError(f"the first argument is an NGramConfig, got {config!r}; for the order write "
-                            f"NGramLM(n=...) or NGramLM(NGramConfig(n=...))")
+                            f"{name}(n=...) or {name}(NGramConfig(n=...))")
         cfg = replace(config or NGramConfig(), **overrides)
-        if not isinstance(cfg.n, int) or isinstance(cfg.n, bool) or cfg.n < 1:
-            raise ValueError(f"n must be an int >= 1 (1 = unigram, 2 = bigram, ...), got {cfg.n!r}")
+        _check_positive(n=cfg.n)  # the order: 1 = unigram, 2 = bigram, ...
         if cfg.smoothing not in SMOOTHINGS:
             raise ValueError(f"unknown smoothing {cfg.smoothing!r}; choose one of {SMOOTHINGS}")
         if cfg.smoothing == "laplace":
@@ -129,7 +140,6 @@ class NGramLM:
         self.config = cfg
         self.n = cfg.n
         self.vocab: Vocab | None = None
-        self._orders: list[_Order] = []
 
     @staticmethod
     def _check_discount(cfg: NGramConfig):
@@ -148,14 +158,9 @@ class NGramLM:
             raise ValueError(f"kn discount must be one D in [0, 1] or {cfg.n} of them (unigram first), got {d!r}")
         return np.repeat(per_order[:, None], 3, axis=1)  # the same D for counts 1, 2 and 3+
 
-    # ---------------------------------------------------------------------------------------------- fitting
-    def fit(self, sentences: Sequence[Sequence[str]], vocab: Vocab | None = None) -> "NGramLM":
-        """Count every m-gram (m = 1..n) of the padded training sentences and build the estimator.
-
-        ``sentences``: token lists without boundary markers (e.g. ``corpus.sentences("train")``). ``vocab``: a
-        closed vocabulary; without one it is built from the training text (``min_freq``), always with ``<unk>``.
-        """
-        sentences = self._check_sentences(sentences, "training corpus")
+    def _fit_vocab(self, sentences, vocab: Vocab | None) -> list[list[str]]:
+        """Check the training sentences, build or check the vocabulary, mark what can be predicted."""
+        sentences = _check_sentences(sentences, "training corpus")
         if not any(sentences):
             raise ValueError("the training corpus has no tokens (every sentence is empty): give it some text")
         if vocab is None:
@@ -169,7 +174,222 @@ class NGramLM:
         self.predictable = np.ones(self.V, bool)  # (V,) words and </s> and <unk>; never <s> or <pad>
         self.predictable[[i for i in (vocab.bos_id, vocab.pad_id) if i is not None]] = False
         self.V_pred = int(self.predictable.sum())
+        return sentences
 
+    def _encode_text(self, tokens: list[str]) -> np.ndarray:
+        """Ids of training or evaluation tokens, (W,); the boundary markers are the model's to add, not the text's."""
+        ids = np.asarray(self._encode(tokens), dtype=np.int64)  # (W,)
+        bad = np.isin(ids, [i for i in (self.vocab.bos_id, self.vocab.eos_id, self.vocab.pad_id) if i is not None])
+        if bad.any():
+            raise ValueError(f"sentences contain the marker {self.vocab.itos[ids[bad][0]]!r}; give plain token lists:"
+                             " the model adds n-1 <s> before and one </s> after every sentence itself")
+        return ids
+
+    # ---------------------------------------------------------------------------------------------- one context
+    def _history(self, context_ids: Sequence[int], strict: bool) -> np.ndarray:
+        """The last n-1 ids of a history, padded on the left with <s>; a </s> starts a new sentence."""
+        h = np.asarray(context_ids, dtype=np.int64).reshape(-1)  # (len,)
+        if h.size and (h.min() < 0 or h.max() >= self.V):
+            raise ValueError(f"context ids must lie in 0..{self.V - 1} (the vocabulary), got {h.tolist()[:10]}")
+        eos = np.flatnonzero(h == self.vocab.eos_id)
+        if eos.size:
+            h = h[eos[-1] + 1:]  # after </s> a new sentence begins
+        if self.vocab.pad_id is not None and np.any(h == self.vocab.pad_id):
+            raise ValueError("<pad> cannot appear in a context")
+        is_bos = h == self.vocab.bos_id
+        if is_bos.any() and not np.all(is_bos[: np.flatnonzero(is_bos)[-1] + 1]):
+            raise ValueError("<s> may only appear at the start of a context (it marks where the sentence began)")
+        if strict and len(h) > self.n - 1:
+            raise ValueError(f"a {self.n}-gram model conditions on at most {self.n - 1} previous tokens, got a "
+                             f"context of {len(h)}; pass the last {self.n - 1} (the Markov assumption)"
+                             + (" or an empty context" if self.n == 1 else ""))
+        h = h[max(0, len(h) - (self.n - 1)):] if self.n > 1 else h[:0]
+        return np.concatenate([np.full(self.n - 1 - len(h), self.vocab.bos_id, np.int64), h])
+
+    def next_token_logits(self, context_ids: Sequence[int]) -> torch.Tensor:
+        """log P(w | history) over the vocabulary, (V,) float64; the LM interface used by seqviz.decode.
+
+        ``context_ids`` is the whole history; by the Markov assumption only its last n-1 ids matter.
+        """
+        self._check_fitted()
+        return torch.from_numpy(self._log_distribution(self._history(context_ids, strict=False)))
+
+    def distribution(self, context: Sequence[str] = (), temperature: float = 1.0) -> np.ndarray:
+        """P(w | context) over ``self.vocab.itos``, (V,); with temperature T, (1.3): p^(1/T) renormalised."""
+        lp = self._log_distribution(self._context(context))
+        if temperature == 1.0:
+            return np.exp(lp)
+        return decode.softmax_with_temperature(lp, temperature).numpy()
+
+    def prob(self, word: str, context: Sequence[str] = ()) -> float:
+        """P(word | context), context = up to n-1 previous tokens (fewer: the sentence began there)."""
+        return float(self.distribution(context)[self._word(word)])
+
+    def logprob(self, word: str, context: Sequence[str] = ()) -> float:
+        """log P(word | context) (natural log); -inf where the model gives zero probability."""
+        return float(self._log_distribution(self._context(context))[self._word(word)])
+
+    def top_next(self, context: Sequence[str] = (), k: int = 10, temperature: float = 1.0) -> list[tuple[str, float]]:
+        """The k most probable next tokens and their probabilities, best first."""
+        _check_positive(k=k)
+        p = self.distribution(context, temperature)
+        best = np.argsort(-p, kind="stable")[:k]
+        return [(self.vocab.itos[i], float(p[i])) for i in best]
+
+    def generate(self, prompt: Sequence[str] = (), max_new_tokens: int = 30, *, temperature: float = 1.0,
+                 top_k: int | None = None, greedy: bool = False, stop_at_eos: bool = True,
+                 seed: int | None = 0) -> list[str]:
+        """Sample a continuation of ``prompt`` with :func:`seqviz.decode.generate` (temperature: p^(1/T)).
+
+        Stops after ``</s>`` (kept) unless ``stop_at_eos=False``, in which case new sentences follow. The default
+        ``seed=0`` repeats the same sample; ``seed=None`` draws from PyTorch's global random state.
+        """
+        self._check_fitted()
+        ids = self._encode(_tokens(prompt, "prompt"))
+        new = decode.generate(self.next_token_logits, ids, max_new_tokens, temperature=temperature, top_k=top_k,
+                              greedy=greedy, stop_id=self.vocab.eos_id if stop_at_eos else None, seed=seed)
+        return self.vocab.decode(new)
+
+    # ---------------------------------------------------------------------------------------------- checks
+    def _check_fitted(self):
+        if self.vocab is None:
+            raise ValueError("this model has not been fitted yet: call lm.fit(train_sentences) first")
+
+    def _encode(self, tokens: list[str]) -> list[int]:
+        stoi, unk = self.vocab.stoi, self.vocab.unk_id
+        if unk is not None:
+            return [stoi.get(t, unk) for t in tokens]
+        missing = [t for t in tokens if t not in stoi]
+        if missing:
+            raise ValueError(f"unknown token(s) {missing[:5]} and the vocabulary has no <unk> to map them to; "
+                             "build the vocabulary with '<unk>' among its specials or remove those tokens")
+        return [stoi[t] for t in tokens]
+
+    def _context(self, context: Sequence[str]) -> np.ndarray:
+        self._check_fitted()
+        return self._history(self._encode(_tokens(context, "context")), strict=True)
+
+    def _word(self, word: str) -> int:
+        if not isinstance(word, str):
+            raise TypeError(f"word must be a token string, got {type(word).__name__}")
+        i = self._encode([word])[0]
+        if not self.predictable[i]:
+            raise ValueError(f"{word!r} is never predicted: <s> only pads contexts and <pad> only pads batches")
+        return i
+
+
+class ScratchKN(_NGramBase):
+    """Interpolated modified Kneser-Ney written as its equations (1.6)-(1.9): dictionaries of counts, one query at
+    a time (Kneser & Ney 1995; Chen & Goodman 1998).
+
+    The scratch twin of ``NGramLM(smoothing="kn")``, as the RNN has a scratch and a fused path: the same model (same
+    config, boundaries, vocabulary and discounts), tested equal to it to 1e-12, with the same ``prob`` /
+    ``distribution`` / ``next_token_logits`` / ``generate``. It is a class of its own rather than an ``impl=``
+    switch because it shares no tables with the fast model: it counts for itself, in tuples of tokens, where
+    ``NGramLM`` ranks n-grams into integer ids to score a whole corpus at once. Use it to read the estimator (and
+    check the fast one); a next-word distribution costs V * n dict look-ups, too slow for PTB perplexity.
+
+    >>> ScratchKN(n=3).fit(sentences).prob("cat", ["the"])   # == NGramLM(n=3).fit(sentences).prob("cat", ["the"])
+    """
+
+    def __init__(self, config: NGramConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        if self.config.smoothing != "kn":
+            raise ValueError(f"ScratchKN is Kneser-Ney only, got smoothing={self.config.smoothing!r}; "
+                             "NGramLM implements every smoothing")
+
+    def fit(self, sentences: Sequence[Sequence[str]], vocab: Vocab | None = None) -> "ScratchKN":
+        """Count every m-gram (m = 1..n) of the padded sentences, then the tables (1.7)-(1.9) :meth:`p_kn` reads."""
+        sentences = self._fit_vocab(sentences, vocab)
+        n, bos, eos = self.n, self.vocab.itos[self.vocab.bos_id], self.vocab.itos[self.vocab.eos_id]
+        # C(w_1..w_m), m = 1..n: how often each m-gram ends at a predicted position (n-1 <s> before, one </s> after)
+        C = Counter()
+        for s in sentences:
+            padded = [bos] * (n - 1) + self.vocab.decode(self._encode_text(s)) + [eos]  # unknown words -> <unk>
+            for i in range(n - 1, len(padded)):
+                for m in range(1, n + 1):
+                    C[tuple(padded[i - m + 1:i + 1])] += 1
+        # (1.7) Kneser & Ney (1995): c'(h w) = C(h w) at the top order, below it N1+(. h w) = |{v : C(v h w) > 0}|:
+        # every distinct (m+1)-gram adds 1 to its last m tokens
+        self.cp = Counter({g: k for g, k in C.items() if len(g) == n})
+        self.cp.update(g[1:] for g in C if len(g) > 1)
+        # (1.9) Chen & Goodman (1998): D_1, D_2, D_3+ of order m from the count-of-counts n_r of its c'
+        self.D = {m: self.discounts[m - 1] if self.discounts is not None else  # or the discount of the config
+                  _modified_discounts(np.array([k for g, k in self.cp.items() if len(g) == m]))
+                  for m in range(1, n + 1)}
+        self.total, freed = Counter(), Counter()
+        for g, k in self.cp.items():  # the m-gram g = h w: context h = g[:-1], word w = g[-1]
+            self.total[g[:-1]] += k                      # sum_v c'(h v)
+            freed[g[:-1]] += self.discount(len(g), k)    # D_1 N_1(h .) + D_2 N_2(h .) + D_3+ N_3+(h .)
+        # (1.8) Chen & Goodman (1998): gamma(h) = (D_1 N_1(h .) + D_2 N_2(h .) + D_3+ N_3+(h .)) / sum_v c'(h v)
+        self.gamma = {h: freed[h] / self.total[h] for h in self.total}
+        self.discounts_used = np.array([self.D[m] for m in range(1, n + 1)])  # (n, 3), as NGramLM reports them
+        return self
+
+    def discount(self, m: int, k: int) -> float:
+        """D(c') of (1.6) at order m for a count c' = k: 0 if the m-gram is unseen, else D_1, D_2 or D_3+ (1.9)."""
+        return 0.0 if k == 0 else float(self.D[m][min(k, 3) - 1])
+
+    def p_kn(self, w: str, h: tuple[str, ...]) -> float:
+        """(1.6) P_KN(w | h) for one token w after a context h of 0..n-1 tokens, recursively down to 1/V."""
+        # the lower order P_KN(w | h'), h' = h without its oldest token; below the unigrams the uniform 1/V
+        lower = self.p_kn(w, h[1:]) if h else 1.0 / self.V_pred
+        if h not in self.total:  # h never preceded a prediction: nothing was discounted, the lower order answers
+            return lower
+        k = self.cp[h + (w,)]  # c'(h w), 0 if never seen
+        # (1.6) Chen & Goodman (1998): P_KN(w | h) = max(c'(h w) - D(c'), 0) / sum_v c'(h v) + gamma(h) P_KN(w | h')
+        return max(k - self.discount(len(h) + 1, k), 0.0) / self.total[h] + self.gamma[h] * lower
+
+    def _log_distribution(self, h: np.ndarray) -> np.ndarray:
+        """log P_KN(w | h) for every w in the vocabulary, (V,); h is a padded history of n-1 ids."""
+        self._check_fitted()
+        h = tuple(self.vocab.decode(h))
+        p = np.array([self.p_kn(w, h) if ok else 0.0 for w, ok in zip(self.vocab.itos, self.predictable)])  # (V,)
+        with np.errstate(divide="ignore"):
+            return np.log(p)
+
+    def __repr__(self) -> str:
+        fitted = f"V={self.V_pred:,} predictable tokens" if self.vocab is not None else "not fitted"
+        return f"ScratchKN(n={self.n}, interpolated Kneser-Ney from dictionaries, {fitted})"
+
+
+class _Order:
+    """Count tables of one order m: every m-gram window seen in training, keyed by (id of its m-1 prefix, word)."""
+
+    def __init__(self, m: int, keys: np.ndarray, count: np.ndarray, n_contexts: int, V: int):
+        self.m = m
+        self.keys = keys                    # (G,) sorted int64: prefix_id * V + word (m = 1: the word id)
+        self.count = count                  # (G,) int64: times the m-gram ended at a predicted position
+        self.ctx = keys // V if m > 1 else np.zeros(len(keys), np.int64)   # (G,) id of the context (m-1)-gram
+        self.word = keys % V                # (G,)
+        # C(h) = sum_w C(h w): how often each context preceded a prediction
+        self.total = np.bincount(self.ctx, weights=count, minlength=n_contexts)  # (C,)
+        self.a = self.gamma = None          # filled in by the estimator (KN: alpha and gamma; backoff: see there)
+
+
+class NGramLM(_NGramBase):
+    """An n-gram language model over a :class:`seqviz.data.Vocab`.
+
+    >>> lm = NGramLM(n=3, smoothing="kn").fit(sentences)      # or NGramLM(NGramConfig.full())
+    >>> lm.prob("cat", ["the"]); lm.perplexity(test_sentences); lm.generate(["the"], temperature=0.8, seed=0)
+
+    Contexts are token lists, most recent last; fewer than n-1 tokens means the sentence began there (the model pads
+    with ``<s>``). ``next_token_logits(context_ids)`` is the package's LM interface: it returns log-probabilities
+    (V,) (``-inf`` for ``<s>`` and ``<pad>``), so :mod:`seqviz.decode` can sample from it.
+    """
+
+    def __init__(self, config: NGramConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        self._orders: list[_Order] = []
+
+    # ---------------------------------------------------------------------------------------------- fitting
+    def fit(self, sentences: Sequence[Sequence[str]], vocab: Vocab | None = None) -> "NGramLM":
+        """Count every m-gram (m = 1..n) of the padded training sentences and build the estimator.
+
+        ``sentences``: token lists without boundary markers (e.g. ``corpus.sentences("train")``). ``vocab``: a
+        closed vocabulary; without one it is built from the training text (``min_freq``), always with ``<unk>``.
+        """
+        sentences = self._fit_vocab(sentences, vocab)
         tok, pos, pred = self._stream(sentences)
         n, V = self.n, self.V
         self.n_sentences, self.n_predictions = len(sentences), int(pred.sum())
@@ -217,11 +437,7 @@ class NGramLM:
     def _stream(self, sentences):
         """Encode and pad: tok (L,) ids, pos (L,) index inside the padded sentence, pred (L,) True = predicted."""
         flat = [t for s in sentences for t in s]
-        ids = np.asarray(self._encode(flat), dtype=np.int64)  # (W,)
-        bad = np.isin(ids, [i for i in (self.vocab.bos_id, self.vocab.eos_id, self.vocab.pad_id) if i is not None])
-        if bad.any():
-            raise ValueError(f"sentences contain the marker {self.vocab.itos[ids[bad][0]]!r}; give plain token lists:"
-                             " the model adds n-1 <s> before and one </s> after every sentence itself")
+        ids = self._encode_text(flat)  # (W,)
         lens = np.fromiter((len(s) for s in sentences), np.int64, len(sentences))
         padded = lens + self.n                       # n-1 <s>, the words, one </s>
         starts = np.concatenate([[0], np.cumsum(padded)[:-1]])
@@ -327,7 +543,7 @@ class NGramLM:
     def logprobs(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """log P(w_i | w_{i-n+1:i-1}) for every prediction: each word, then one </s> per sentence; (N,)."""
         self._check_fitted()
-        sentences = self._check_sentences(sentences, "evaluation text")
+        sentences = _check_sentences(sentences, "evaluation text")
         tok, pos, pred = self._stream(sentences)
         ids = self._ids_of_stream(tok, pos)
         at = np.flatnonzero(pred)
@@ -345,27 +561,6 @@ class NGramLM:
         lp = self.logprobs(sentences)
         # (9.2) the exponential of the mean negative log-probability per prediction
         return float(np.exp(-lp.mean()))
-
-    # ---------------------------------------------------------------------------------------------- one context
-    def _history(self, context_ids: Sequence[int], strict: bool) -> np.ndarray:
-        """The last n-1 ids of a history, padded on the left with <s>; a </s> starts a new sentence."""
-        h = np.asarray(context_ids, dtype=np.int64).reshape(-1)  # (len,)
-        if h.size and (h.min() < 0 or h.max() >= self.V):
-            raise ValueError(f"context ids must lie in 0..{self.V - 1} (the vocabulary), got {h.tolist()[:10]}")
-        eos = np.flatnonzero(h == self.vocab.eos_id)
-        if eos.size:
-            h = h[eos[-1] + 1:]  # after </s> a new sentence begins
-        if self.vocab.pad_id is not None and np.any(h == self.vocab.pad_id):
-            raise ValueError("<pad> cannot appear in a context")
-        is_bos = h == self.vocab.bos_id
-        if is_bos.any() and not np.all(is_bos[: np.flatnonzero(is_bos)[-1] + 1]):
-            raise ValueError("<s> may only appear at the start of a context (it marks where the sentence began)")
-        if strict and len(h) > self.n - 1:
-            raise ValueError(f"a {self.n}-gram model conditions on at most {self.n - 1} previous tokens, got a "
-                             f"context of {len(h)}; pass the last {self.n - 1} (the Markov assumption)"
-                             + (" or an empty context" if self.n == 1 else ""))
-        h = h[max(0, len(h) - (self.n - 1)):] if self.n > 1 else h[:0]
-        return np.concatenate([np.full(self.n - 1 - len(h), self.vocab.bos_id, np.int64), h])
 
     def _log_distribution(self, h: np.ndarray) -> np.ndarray:
         """log P(w | h) for every w in the vocabulary, (V,); h is a padded history of n-1 ids."""
@@ -387,52 +582,9 @@ class NGramLM:
         with np.errstate(divide="ignore"):
             return np.log(p)
 
-    def next_token_logits(self, context_ids: Sequence[int]) -> torch.Tensor:
-        """log P(w | history) over the vocabulary, (V,) float64; the LM interface used by seqviz.decode.
-
-        ``context_ids`` is the whole history; by the Markov assumption only its last n-1 ids matter.
-        """
-        self._check_fitted()
-        return torch.from_numpy(self._log_distribution(self._history(context_ids, strict=False)))
-
-    def distribution(self, context: Sequence[str] = (), temperature: float = 1.0) -> np.ndarray:
-        """P(w | context) over ``self.vocab.itos``, (V,); with temperature T, (1.3): p^(1/T) renormalised."""
-        lp = self._log_distribution(self._context(context))
-        if temperature == 1.0:
-            return np.exp(lp)
-        return decode.softmax_with_temperature(lp, temperature).numpy()
-
-    def prob(self, word: str, context: Sequence[str] = ()) -> float:
-        """P(word | context), context = up to n-1 previous tokens (fewer: the sentence began there)."""
-        return float(self.distribution(context)[self._word(word)])
-
-    def logprob(self, word: str, context: Sequence[str] = ()) -> float:
-        """log P(word | context) (natural log); -inf where the model gives zero probability."""
-        return float(self._log_distribution(self._context(context))[self._word(word)])
-
-    def top_next(self, context: Sequence[str] = (), k: int = 10, temperature: float = 1.0) -> list[tuple[str, float]]:
-        """The k most probable next tokens and their probabilities, best first."""
-        p = self.distribution(context, temperature)
-        best = np.argsort(-p, kind="stable")[:k]
-        return [(self.vocab.itos[i], float(p[i])) for i in best]
-
     def sentence_logprob(self, sentence: Sequence[str]) -> float:
         """(9.1) chain rule under (1.1): log P(w_1..w_L </s>) = sum_i log P(w_i | w_{i-n+1:i-1})."""
         return float(self.logprobs([sentence]).sum())
-
-    def generate(self, prompt: Sequence[str] = (), max_new_tokens: int = 30, *, temperature: float = 1.0,
-                 top_k: int | None = None, greedy: bool = False, stop_at_eos: bool = True,
-                 seed: int | None = 0) -> list[str]:
-        """Sample a continuation of ``prompt`` with :func:`seqviz.decode.generate` (temperature: p^(1/T)).
-
-        Stops after ``</s>`` (kept) unless ``stop_at_eos=False``, in which case new sentences follow. The default
-        ``seed=0`` repeats the same sample; ``seed=None`` draws from PyTorch's global random state.
-        """
-        self._check_fitted()
-        ids = self._encode(self._tokens(prompt, "prompt"))
-        new = decode.generate(self.next_token_logits, ids, max_new_tokens, temperature=temperature, top_k=top_k,
-                              greedy=greedy, stop_id=self.vocab.eos_id if stop_at_eos else None, seed=seed)
-        return self.vocab.decode(new)
 
     # ---------------------------------------------------------------------------------------------- counts
     def _gram_id(self, ids: Sequence[int]) -> int:
@@ -445,7 +597,7 @@ class NGramLM:
 
     def count(self, ngram: Sequence[str]) -> int:
         """C(w_1..w_m) for m <= n: how often the m-gram ended at a predicted position in training."""
-        ids = self._encode(self._tokens(ngram, "n-gram"))
+        ids = self._encode(_tokens(ngram, "n-gram"))
         if not 1 <= len(ids) <= self.n:
             raise ValueError(f"this model counts 1- to {self.n}-grams, got {len(ids)} tokens")
         g = self._gram_id(ids)
@@ -453,7 +605,7 @@ class NGramLM:
 
     def context_count(self, context: Sequence[str]) -> int:
         """C(h) = sum_w C(h w): how often the context h (m-1 < n tokens) preceded a prediction."""
-        ids = self._encode(self._tokens(context, "context"))
+        ids = self._encode(_tokens(context, "context"))
         if len(ids) >= self.n:
             raise ValueError(f"contexts of this model have at most {self.n - 1} tokens, got {len(ids)}")
         g = self._gram_id(ids) if ids else 0
@@ -480,7 +632,7 @@ class NGramLM:
         """Sparsity, for m = 1..n: fraction of the text's m-grams never seen in training, and fraction whose
         (m-1)-token context was never seen (where MLE divides by zero). Both (n,), same predictions as logprobs."""
         self._check_fitted()
-        tok, pos, pred = self._stream(self._check_sentences(sentences, "evaluation text"))
+        tok, pos, pred = self._stream(_check_sentences(sentences, "evaluation text"))
         ids = self._ids_of_stream(tok, pos)
         at = np.flatnonzero(pred)
         gram_unseen, ctx_unseen = np.zeros(self.n), np.zeros(self.n)
@@ -497,59 +649,6 @@ class NGramLM:
         """Memory held by the count and probability tables."""
         arrays = [a for o in self._orders for a in (o.keys, o.count, o.ctx, o.word, o.total, o.a, o.gamma)]
         return sum(a.nbytes for a in arrays + self._suffixes if a is not None)
-
-    # ---------------------------------------------------------------------------------------------- checks
-    def _check_fitted(self):
-        if self.vocab is None:
-            raise ValueError("this model has not been fitted yet: call lm.fit(train_sentences) first")
-
-    @staticmethod
-    def _tokens(tokens, what: str) -> list[str]:
-        if isinstance(tokens, str):
-            raise TypeError(f"the {what} must be a list of tokens, not a string: e.g. {tokens.split()!r}")
-        tokens = list(tokens)
-        if not all(isinstance(t, str) for t in tokens):
-            raise TypeError(f"the {what} must hold token strings, got {[type(t).__name__ for t in tokens][:5]}")
-        return tokens
-
-    def _check_sentences(self, sentences, what: str) -> list[list[str]]:
-        if isinstance(sentences, str):
-            raise TypeError(f"the {what} must be a list of sentences (token lists), not one string: use "
-                            "seqviz.data.sentences(text) or corpus.sentences('train')")
-        sentences = list(sentences)
-        if not sentences:
-            raise ValueError(f"the {what} is empty: give at least one sentence")
-        for s in sentences:
-            if isinstance(s, str):
-                raise TypeError(f"each sentence must be a list of tokens, got the string {s[:40]!r}; tokenize it "
-                                "first (seqviz.data.word_tokenize / char_tokenize)")
-        sentences = [s if isinstance(s, (list, tuple)) else list(s) for s in sentences]
-        if not all(issubclass(t, str) for t in set(map(type, itertools.chain.from_iterable(sentences)))):
-            bad = next(t for s in sentences for t in s if not isinstance(t, str))
-            raise TypeError(f"sentences must hold token strings, got {type(bad).__name__} {bad!r}")
-        return sentences
-
-    def _encode(self, tokens: list[str]) -> list[int]:
-        stoi, unk = self.vocab.stoi, self.vocab.unk_id
-        if unk is not None:
-            return [stoi.get(t, unk) for t in tokens]
-        missing = [t for t in tokens if t not in stoi]
-        if missing:
-            raise ValueError(f"unknown token(s) {missing[:5]} and the vocabulary has no <unk> to map them to; "
-                             "build the vocabulary with '<unk>' among its specials or remove those tokens")
-        return [stoi[t] for t in tokens]
-
-    def _context(self, context: Sequence[str]) -> np.ndarray:
-        self._check_fitted()
-        return self._history(self._encode(self._tokens(context, "context")), strict=True)
-
-    def _word(self, word: str) -> int:
-        if not isinstance(word, str):
-            raise TypeError(f"word must be a token string, got {type(word).__name__}")
-        i = self._encode([word])[0]
-        if not self.predictable[i]:
-            raise ValueError(f"{word!r} is never predicted: <s> only pads contexts and <pad> only pads batches")
-        return i
 
     def __repr__(self) -> str:
         c = self.config
