@@ -18,9 +18,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqviz._checks import _check_positive
+from seqviz.rnn import RecurrentLayer, RecurrentLM, RecurrentLMConfig, RNNClassifier, State
 
 __all__ = ["GateInfo", "GATES", "TORCH_LSTM_GATE_ORDER", "TORCH_GRU_GATE_ORDER", "LSTMCell", "GRUCell",
-           "LSTMTrace", "GRUTrace"]
+           "LSTMTrace", "GRUTrace", "LSTM", "GRU", "LSTMLMConfig", "LSTMLM", "GRULM", "LSTMClassifier",
+           "GRUClassifier", "state_grad_norms"]
 
 
 @dataclass(frozen=True)
@@ -241,3 +243,153 @@ class GRUCell(nn.Module):
             for x, block in zip(TORCH_GRU_GATE_ORDER, getattr(module, f"{t}{suffix}").chunk(3, 0)):
                 getattr(self, ours.format(x)).copy_(block)
         return self
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Layers: the generic RecurrentLayer of seqviz.rnn with these cells, and their fused torch.nn twins
+# ----------------------------------------------------------------------------------------------------------------
+class _GatedLayer(RecurrentLayer):
+    """A RecurrentLayer of gated cells whose fused twin is `torch_class` (torch.nn.LSTM or GRU) on our parameters."""
+
+    torch_class: type[nn.Module]
+    trace_class: type
+
+    def __init__(self, d_in: int, d_h: int, num_layers: int = 1, *, bidirectional: bool = False,
+                 merge: str = "concat", bias: bool = True, impl: str = "scratch"):
+        super().__init__(d_in, d_h, num_layers, bidirectional=bidirectional, merge=merge, impl=impl, bias=bias)
+
+    @property
+    def bias(self) -> bool:
+        return self.cell_kwargs["bias"]
+
+    def _make_shell(self, d_in: int) -> nn.Module:
+        return self.torch_class(d_in, self.d_h, 1, bias=self.bias, batch_first=True,
+                                bidirectional=self.bidirectional, device="meta")
+
+    def _fused_params(self, layer: int) -> dict[str, Tensor]:
+        params = {}
+        for k, suffix in enumerate(["_l0", "_l0_reverse"][:self.num_directions]):
+            params.update(self.cell(layer, k).to_torch_params(suffix))           # gate blocks in torch's order
+        return params
+
+    def trace(self, x: Tensor, state0: State | None = None, mask: Tensor | None = None):
+        """Run the scratch loop and return (out (B, T, d_out), state_n, traces): one trace dataclass per layer and
+        direction, index layer * K + direction, each field (B, T, d_h). Nothing is kept on the module."""
+        out, state_n, traces = self(x, state0, mask, return_traces=True)
+        return out, state_n, [self.trace_class(**t) for t in traces]
+
+    @classmethod
+    def from_torch(cls, module: nn.Module, impl: str = "scratch"):
+        """A layer holding copies of a batch-first torch.nn.LSTM / GRU's weights (gate blocks split by name)."""
+        if (not isinstance(module, cls.torch_class) or not module.batch_first or getattr(module, "proj_size", 0)
+                or module.dropout):
+            raise ValueError(f"from_torch needs a torch.nn.{cls.torch_class.__name__} with batch_first=True, no "
+                             f"dropout and no projection")
+        new = cls(module.input_size, module.hidden_size, module.num_layers, bidirectional=module.bidirectional,
+                  bias=module.bias, impl=impl)
+        for layer in range(module.num_layers):
+            for k, suffix in enumerate(["", "_reverse"][:new.num_directions]):
+                new.cell(layer, k).copy_from_torch(module, f"_l{layer}{suffix}")
+        return new.to(module.weight_ih_l0.dtype)
+
+
+class LSTM(_GatedLayer):
+    """A (stacked, bidirectional) LSTM layer, batch first: a RecurrentLayer of LSTMCells.
+
+    forward(x (B, T, d_in), (h_0, c_0) each (L*K, B, d_h) | None, mask (B, T) | None) -> (out (B, T, d_out),
+    (h_n, c_n)), ordered as torch.nn.LSTM orders them. impl="fused" runs torch.nn.LSTM on these very parameters;
+    `trace` returns the gates as LSTMTrace dataclasses.
+    """
+
+    cell_class = LSTMCell
+    torch_class = nn.LSTM
+    trace_class = LSTMTrace
+
+
+class GRU(_GatedLayer):
+    """A (stacked, bidirectional) GRU layer, batch first: a RecurrentLayer of GRUCells; fused twin torch.nn.GRU."""
+
+    cell_class = GRUCell
+    torch_class = nn.GRU
+    trace_class = GRUTrace
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Models: the generic recurrent LM and classifier with these layers
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class LSTMLMConfig(RecurrentLMConfig):
+    """LSTM language model: sizes as RecurrentLMConfig. Presets: `tiny` (tests), `chapter` (the page's one-minute
+    PTB model) and `full` (the benchmark: Zaremba et al. 2014's "small" LSTM, 2 x 200, with dropout)."""
+
+    @classmethod
+    def chapter(cls, vocab_size: int, **kw) -> "LSTMLMConfig":
+        return cls(vocab_size, **{"d_emb": 128, "d_h": 128, **kw})
+
+    @classmethod
+    def full(cls, vocab_size: int, **kw) -> "LSTMLMConfig":
+        return cls(vocab_size, **{"d_emb": 200, "d_h": 200, "num_layers": 2, "dropout": 0.2, **kw})
+
+
+class LSTMLM(RecurrentLM):
+    """The LSTM language model (9.6-9.8 with the LSTM (9.22-9.29) as the recurrence, tying 9.14-9.16).
+
+    Everything else (stateful forward, `step`, `reorder_state`, `next_token_logits`) is RecurrentLM's; `trace`
+    returns the gates of every layer for a batch of ids."""
+
+    layer_class = LSTM
+
+    def build_layer(self, c: RecurrentLMConfig) -> RecurrentLayer:
+        return self.layer_class(c.d_emb, c.d_h, c.num_layers, impl=c.impl)
+
+    @torch.no_grad()
+    def trace(self, idx: Tensor, state: State | None = None) -> list:
+        """Gate traces (one dataclass per layer, fields (B, T, d_h)) of the model reading idx (B, T), in eval mode."""
+        from seqviz._checks import _check_ids
+        _check_ids(idx, self.config.vocab_size)
+        was_training = self.training
+        self.eval()
+        try:
+            return self.rnn.trace(self.E(idx), state)[2]
+        finally:
+            self.train(was_training)
+
+
+class GRULM(LSTMLM):
+    """The same language model with a GRU as its recurrence."""
+
+    layer_class = GRU
+
+
+class LSTMClassifier(RNNClassifier):
+    """RNNClassifier (last / mean / max pooling) with an LSTM layer of the config's sizes."""
+
+    layer_class = LSTM
+
+    def build_layer(self, c) -> RecurrentLayer:
+        return self.layer_class(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge=c.merge,
+                                impl=c.impl)
+
+
+class GRUClassifier(LSTMClassifier):
+    """RNNClassifier with a GRU layer."""
+
+    layer_class = GRU
+
+
+def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None = None) -> Tensor:
+    """||dL_T/dh_t|| against the distance T - t, mean over the batch, for a loss L_T = loss_fn(h_T) that sees only
+    the last state: (T,), index 0 = h_T itself. Any cell (Elman, LSTM, GRU), by autograd through the step loop.
+
+    A measurement, not a layer: it keeps every h_t as a graph node so that autograd can give dL_T/dh_t.
+    """
+    B, T, _ = x.shape
+    state = cell.init_state(B, x.device, x.dtype) if state0 is None else state0
+    hs = []
+    for t in range(T):
+        state = cell(x[:, t], state)
+        h_t = state if isinstance(state, Tensor) else state[0]                    # (B, d_h)
+        hs.append(h_t)
+    grads = torch.autograd.grad(loss_fn(hs[-1]), hs, allow_unused=True)
+    norms = [torch.zeros(()) if g is None else g.norm(dim=-1).mean() for g in grads]
+    return torch.stack(norms).flip(0).detach()                                    # (T,)
