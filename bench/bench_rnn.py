@@ -23,25 +23,26 @@ import time
 import torch
 
 import seqviz
-from seqviz.data import Vocab, load_corpus
-from seqviz.rnn import RNNLM, RNNLMConfig, lm_batches, lm_step, sentence_stream
-from seqviz.train import TrainConfig, Trainer, evaluate
+from seqviz.data import Batch, Vocab, lm_batches, load_corpus, sentence_stream
+from seqviz.rnn import RNNLM, RNNLMConfig, lm_step
+from seqviz.train import Constant, StepDecay, TrainConfig, Trainer, evaluate
 
 PUBLISHED = [("KN 5-gram (Mikolov et al. 2011)", 141.2), ("RNN LM (Mikolov & Zweig 2012)", 124.7),
              ("LSTM, non-regularized small (Zaremba et al. 2014)", 114.5)]
 
-# name -> (model config, training settings); lr_decay multiplies the learning rate after every epoch
+# name -> (model config, training settings); the schedule owns the learning rate (StepDecay: x0.5 after every epoch)
 PRESETS = {
-    "default": (RNNLMConfig, dict(epochs=1, lr=3e-3, lr_decay=1.0, batch_size=32, bptt=35)),
-    "full": (RNNLMConfig.full, dict(epochs=3, lr=3e-3, lr_decay=0.5, batch_size=32, bptt=35)),
+    "default": (RNNLMConfig, dict(epochs=1, lr=3e-3, schedule=Constant(), batch_size=32, bptt=35)),
+    "full": (RNNLMConfig.full, dict(epochs=3, lr=3e-3, schedule=StepDecay(gamma=0.5, every=1, start=1),
+                                    batch_size=32, bptt=35)),
 }
 
 
 def throughput(V: int, d: int, steps: int, batch_size: int = 32, bptt: int = 35) -> dict:
     """Training tokens/s of the same RNNLM with impl='scratch' and impl='fused' on identical random batches."""
     g = torch.Generator().manual_seed(0)
-    batches = [(torch.randint(V, (batch_size, bptt), generator=g), torch.randint(V, (batch_size, bptt), generator=g))
-               for _ in range(steps + 3)]
+    batches = [Batch(torch.randint(V, (batch_size, bptt), generator=g),
+                     torch.randint(V, (batch_size, bptt), generator=g)) for _ in range(steps + 3)]
     out = {}
     for impl in ("scratch", "fused"):
         seqviz.set_seed(0)
@@ -52,7 +53,7 @@ def throughput(V: int, d: int, steps: int, batch_size: int = 32, bptt: int = 35)
         for k, batch in enumerate(batches):
             if k == 3:  # warm-up done
                 t0 = time.perf_counter()
-            loss, carry = step(model, batch, carry)
+            loss, _, carry = step(model, batch, carry)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -72,19 +73,20 @@ def train_ptb(preset: str, vocab: Vocab, ptb) -> dict:
     test = lm_batches(test_ids, 10, tr["bptt"], skip_target=skip)
     seqviz.set_seed(0)
     model = RNNLM(make_config(len(vocab)))
-    config = TrainConfig(epochs=tr["epochs"], lr=tr["lr"], clip=1.0, progress=False)
+    config = TrainConfig(epochs=tr["epochs"], lr=tr["lr"], schedule=tr["schedule"], clip=1.0, progress=False)
 
-    def decay(trainer, event, info):
+    def report(trainer, event, info):
         if event == "epoch":
-            for group in trainer.optimizer.param_groups:
-                group["lr"] *= tr["lr_decay"]
-            print(f"   [{preset}] epoch {info['epoch']}: train loss {info['loss']:.3f}", flush=True)
+            print(f"   [{preset}] epoch {info['epoch']}: train loss {info['loss']:.3f}, "
+                  f"lr {trainer.history.lr[-1]:.2e}", flush=True)
 
     t0 = time.perf_counter()
-    hist = Trainer(model, config, train, valid, step=lm_step(stateful=True), callbacks=[decay]).fit()
+    hist = Trainer(model, config, train, valid, step=lm_step(stateful=True), callbacks=[report]).fit()
     seconds = time.perf_counter() - t0
     res = evaluate(model, test, step=lm_step(stateful=True))
-    return {"preset": preset, "config": model.config, "epochs": tr["epochs"], "seconds": seconds,
+    return {"preset": preset, "config": model.config, "epochs": tr["epochs"], "schedule": repr(tr["schedule"]),
+            "lr_per_epoch": [hist.lr[min(k * len(train), len(hist.lr) - 1)] for k in range(tr["epochs"])],
+            "seconds": seconds,
             "tokens_per_s": hist.tokens_per_second, "valid_ppl": hist.valid_perplexity,
             "test_ppl": res["perplexity"], "test_targets": res["targets"],
             "params": sum(p.numel() for p in model.parameters())}
@@ -126,7 +128,8 @@ def main() -> None:
         r = train_ptb(preset, vocab, ptb)
         c = r["config"]
         rows.append((f"seqviz RNNLM `{preset}`", r["test_ppl"],
-                     f"d={c.d_h}, tied, dropout {c.dropout}, {r['epochs']} epoch(s), {r['params']:,} params, "
+                     f"d={c.d_h}, tied, dropout {c.dropout}, {r['epochs']} epoch(s), lr "
+                     + "/".join(f"{lr:.1e}" for lr in r["lr_per_epoch"]) + f", {r['params']:,} params, "
                      f"{r['seconds'] / 60:.1f} min at {r['tokens_per_s']:,.0f} tok/s; valid PP "
                      + " ".join(f"{v:.1f}" for v in r["valid_ppl"]) + f"; {r['test_targets']:,} test targets"))
     for name, ppl in PUBLISHED:

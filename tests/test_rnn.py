@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqviz import set_seed
+from seqviz.data import Batch, PaddedBatches, lm_batches
 from seqviz.rnn import (
     IGNORE_INDEX,
     ElmanCell,
     ElmanRNN,
-    PaddedBatches,
     RNNClassifier,
     RNNClassifierConfig,
     RNNLM,
@@ -29,12 +29,10 @@ from seqviz.rnn import (
     accuracy,
     elman_bptt,
     grad_norm_by_distance,
-    lm_batches,
     lm_grad_norm_by_distance,
     lm_step,
     rnnlm_manual_gradients,
     scan,
-    sentence_stream,
 )
 
 TOL = 1e-5
@@ -516,33 +514,15 @@ def test_lm_steps_carry_state_only_when_stateful():
     set_seed(15)
     model = RNNLM(RNNLMConfig.tiny(12))
     x, y = torch.randint(12, (2, 5)), torch.randint(12, (2, 5))
-    loss, carry = lm_step(stateful=True)(model, (x, y), None)
+    loss, logits, carry = lm_step(stateful=True)(model, Batch(x, y), None)
     assert carry.shape == (1, 2, 16) and loss.dim() == 0
-    loss2, _ = lm_step(stateful=True)(model, (x, y), carry)
+    assert torch.equal(logits, model(x)[0])                            # the step's own logits, for metrics
+    loss2, _, _ = lm_step(stateful=True)(model, Batch(x, y), carry)
     assert loss2.item() != loss.item()
-    assert lm_step(stateful=False)(model, (x, y), carry)[1] is None
-    assert lm_step(stateful=False)(model, (x, y), carry)[0].item() == pytest.approx(loss.item())
-
-
-class _Vocab:  # the parts of seqviz.data.Vocab that sentence_stream uses
-    bos_id, eos_id = 2, 3
-
-    def encode(self, toks):
-        return [{"a": 4, "b": 5}.get(t, 1) for t in toks]
-
-
-def test_sentence_stream_and_lm_batches():
-    ids = sentence_stream([["a", "b"], ["b", "zz"]], _Vocab())
-    assert ids.tolist() == [2, 4, 5, 3, 2, 5, 1, 3]
-    batches = lm_batches(torch.cat([ids, ids]), batch_size=2, bptt=3, skip_target=2)
-    # 16 ids -> 2 rows of 7: row 0 is ids[0:7], row 1 is ids[7:14]; targets are shifted by one
-    x0, y0 = batches[0]
-    assert x0.tolist() == [[2, 4, 5], [3, 2, 4]] and y0.tolist() == [[4, 5, 3], [IGNORE_INDEX, 4, 5]]
-    x1, y1 = batches[1]
-    assert x1.tolist() == [[3, 2, 5], [5, 3, 2]]                         # row b continues row b
-    assert y1.tolist() == [[IGNORE_INDEX, 5, 1], [3, IGNORE_INDEX, 5]]    # <s> is never a target
-    with pytest.raises(ValueError, match="no sentences"):
-        sentence_stream([], _Vocab())
+    assert lm_step(stateful=False)(model, Batch(x, y), carry).carry is None
+    assert lm_step(stateful=False)(model, Batch(x, y), carry).loss.item() == pytest.approx(loss.item())
+    # a carried state from a batch of another size is dropped (the last window of a stream may be narrower)
+    assert lm_step(stateful=True)(model, Batch(x[:1], y[:1]), carry).carry.shape == (1, 1, 16)
 
 
 def test_stateful_training_learns_across_window_boundaries():
@@ -667,34 +647,37 @@ def test_classifier_pooling_definitions():
                 assert torch.allclose(pooled[b], want, atol=1e-6, rtol=0), (pooling, bidirectional)
 
 
-def test_accuracy_metric_and_padded_batches():
+def test_accuracy_metric_reads_the_batch_by_name():
     set_seed(20)
     tagger = RNNTagger(RNNTaggerConfig.tiny(20, 4))
-    data = PaddedBatches([[3, 4, 5], [6], [7, 8]], [[0, 1, 2], [3], [1, 1]], batch_size=2, pad_id=0)
-    batches = list(data)
-    assert len(data) == 2 == len(batches)
-    ids, tags = batches[0]
-    assert ids.tolist() == [[3, 4, 5], [6, 0, 0]] and tags.tolist() == [[0, 1, 2], [3, -100, -100]]
-    logits, _ = tagger(ids)
+    ids, mask = _pad([[3, 4, 5], [6]], 0)
+    tags = torch.tensor([[0, 1, 2], [3, 2, 2]])                         # row 1: tags under padding must not count
+    logits, _ = tagger(ids, mask=mask)
     pred = logits.argmax(-1)
     correct = sum(int(pred[b, t] == tags[b, t]) for b, t in [(0, 0), (0, 1), (0, 2), (1, 0)])
-    assert accuracy(tagger, (ids, tags)) == {"accuracy": (float(correct), 4)}
+    assert accuracy(Batch(ids, tags, mask), logits) == {"accuracy": (float(correct), 4)}
+    ignored = tags.clone()
+    ignored[0, 1] = IGNORE_INDEX
+    assert accuracy(Batch(ids, ignored, mask), logits)["accuracy"][1] == 3
     clf = RNNClassifier(RNNClassifierConfig.tiny(20, 2))
-    cls_data = PaddedBatches([[3, 4], [5], [6, 7, 8]], [1, 0, 1], batch_size=3, pad_id=0, shuffle=True, seed=1)
-    ids, labels = next(iter(cls_data))
-    assert labels.shape == (3,) and sorted(labels.tolist()) == [0, 1, 1]
-    pred = clf(ids)[0].argmax(-1)
-    assert accuracy(clf, (ids, labels)) == {"accuracy": (float((pred == labels).sum()), 3)}
-    # shuffling: a new order each pass, the same orders for the same seed
-    firsts = [[3], [4], [5], [6], [7], [8], [9], [10]]
-    runs = [[[int(x[0, 0]) for x, _ in PaddedBatches(firsts, list(range(8)), 1, 0, shuffle=True, seed=5)]
-             for _ in range(1)] for _ in range(2)]
-    assert runs[0] == runs[1] and sorted(runs[0][0]) == list(range(3, 11))
-    data = PaddedBatches(firsts, list(range(8)), 1, 0, shuffle=True, seed=5)
-    passes = [[int(x[0, 0]) for x, _ in data] for _ in range(3)]
-    assert passes[0] == runs[0][0] and len({tuple(p) for p in passes}) > 1
-    unshuffled = PaddedBatches(firsts, list(range(8)), 4, 0)
-    assert [x[:, 0].tolist() for x, _ in unshuffled] == [[3, 4, 5, 6], [7, 8, 9, 10]]
+    labels = torch.tensor([1, IGNORE_INDEX])
+    logits, _ = clf(ids, mask=mask)
+    assert accuracy(Batch(ids, labels, mask), logits) == {"accuracy": (float(logits[0].argmax() == 1), 1)}
+    with pytest.raises(ValueError, match="do not fit targets"):
+        accuracy(Batch(ids, tags, mask), logits)
+
+
+def test_tagger_loss_weighting_counts_only_real_targets():
+    """Through the trainer's evaluate, a padded tagger batch weighs its loss by its real tokens only."""
+    from seqviz.train import evaluate
+
+    set_seed(22)
+    tagger = RNNTagger(RNNTaggerConfig.tiny(20, 4))
+    seqs, tags = [[3, 4, 5, 6, 7], [6]], [[0, 1, 2, 3, 0], [3]]
+    one_by_one = evaluate(tagger, PaddedBatches(seqs, tags, batch_size=1, pad_id=0))
+    padded = evaluate(tagger, PaddedBatches(seqs, tags, batch_size=2, pad_id=0))
+    assert one_by_one["targets"] == padded["targets"] == 6
+    assert padded["loss"] == pytest.approx(one_by_one["loss"], abs=1e-6)
 
 
 def test_tagger_and_classifier_train_through_the_trainer():
@@ -787,9 +770,6 @@ def test_layer_and_mask_errors():
     (lambda: RNNClassifierConfig(10, 2, pooling="attention"), "pooling must be one of"),
     (lambda: RNNTaggerConfig(10, 0), "num_tags must be a positive int"),
     (lambda: RNNTaggerConfig(10, 3, pad_id=10), "pad_id 10 is outside"),
-    (lambda: PaddedBatches([[1], []], [0, 1], 2, 0), "input 1 is empty"),
-    (lambda: PaddedBatches([[1, 2]], [[0]], 2, 0), "one tag per token"),
-    (lambda: PaddedBatches([[1]], [0, 1], 2, 0), "one target per input"),
 ])
 def test_bad_configuration_errors(make, match):
     with pytest.raises(ValueError, match=match):

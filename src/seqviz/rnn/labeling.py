@@ -1,5 +1,5 @@
 """Sequence labeling (one label per token) and sequence classification (one label per sequence, from the last state
-or a pooling of all states, 9.17), with padding masks; plus their batches and accuracy metric.
+or a pooling of all states, 9.17), with padding masks (the batches of seqviz.data.PaddedBatches); an accuracy metric.
 
 Shapes: B batch, T time, d_emb, d_h, d_out (2 d_h for a concatenated bidirectional RNN), L layers, K directions.
 """
@@ -7,20 +7,18 @@ Shapes: B batch, T time, d_emb, d_h, d_out (2 d_h for a concatenated bidirection
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqviz.data import pad_batch
+from seqviz.data import Batch
 
 from seqviz._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
                       _check_targets)
 from .elman import ElmanRNN
 from .layer import RecurrentLayer, State, state_h
 
-__all__ = ["RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy", "PaddedBatches"]
+__all__ = ["RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy"]
 
 
 class RecurrentEncoder(nn.Module):
@@ -210,63 +208,17 @@ class RNNClassifier(nn.Module):
         return logits, loss
 
 
-def accuracy(model: nn.Module, batch) -> dict[str, tuple[float, int]]:
-    """Trainer metric: {"accuracy": (correct, count)} for a tagger (over real tokens) or a classifier."""
-    idx, targets, *rest = batch
-    logits, _ = model(*batch)
-    pred = logits.argmax(-1)                                                      # (B, T) or (B,)
-    keep = targets != IGNORE_INDEX
-    if pred.dim() == 2:                                                           # tagging: real tokens only
-        pad_id = model.config.pad_id
-        keep = keep & (rest[0] if rest else idx != pad_id if pad_id is not None else True)
-    return {"accuracy": (float((pred == targets)[keep].sum()), int(keep.sum()))}
+def accuracy(batch: Batch, logits: Tensor) -> dict[str, tuple[float, int]]:
+    """Trainer metric: {"accuracy": (correct, count)} from a step's logits, over the targets that count.
 
-
-class PaddedBatches:
-    """Re-iterable (ids (B, T), targets) batches of variable-length sequences, right-padded with `pad_id`.
-
-    targets: one label per token (lists, padded with IGNORE_INDEX -> (B, T)) or one per sequence (ints -> (B,)).
-    The models derive their padding mask from pad_id, so a batch needs no mask. shuffle=True draws a new order
-    each pass from `seed` and the pass number (repeatable).
+    Tagging (logits (B, T, n)): real tokens only (batch.mask, and y != IGNORE_INDEX); classification (logits
+    (B, n)): every sequence whose label is not IGNORE_INDEX.
     """
-
-    def __init__(self, inputs: Sequence[Sequence[int]], targets: Sequence, batch_size: int, pad_id: int, *,
-                 shuffle: bool = False, seed: int = 0, max_len: int | None = None):
-        _check_positive(batch_size=batch_size)
-        if len(inputs) != len(targets):
-            raise ValueError(f"{len(inputs)} inputs but {len(targets)} targets: give one target per input")
-        if not len(inputs):
-            raise ValueError("no sequences: give at least one input")
-        empty = [i for i, seq in enumerate(inputs) if len(seq) == 0]
-        if empty:
-            raise ValueError(f"input {empty[0]} is empty; drop empty sequences before batching")
-        first = targets[0]
-        self.per_token = (isinstance(first, Tensor) and first.dim() == 1) or (
-            not isinstance(first, (Tensor, str)) and hasattr(first, "__len__"))
-        if self.per_token:
-            bad = [i for i, (x, y) in enumerate(zip(inputs, targets)) if len(x) != len(y)]
-            if bad:
-                raise ValueError(f"sequence {bad[0]} has {len(inputs[bad[0]])} tokens but "
-                                 f"{len(targets[bad[0]])} tags: give one tag per token")
-        self.inputs, self.targets = [list(map(int, x)) for x in inputs], list(targets)
-        self.batch_size, self.pad_id, self.shuffle, self.seed, self.max_len = batch_size, pad_id, shuffle, seed, max_len
-        self._passes = 0
-
-    def __len__(self) -> int:
-        return -(-len(self.inputs) // self.batch_size)
-
-    def __iter__(self):
-        n = len(self.inputs)
-        if self.shuffle:
-            order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + self._passes)).tolist()
-            self._passes += 1
-        else:
-            order = list(range(n))
-        for start in range(0, n, self.batch_size):
-            rows = order[start:start + self.batch_size]
-            ids, mask = pad_batch([self.inputs[i] for i in rows], self.pad_id, self.max_len)   # (B, T), (B, T)
-            if self.per_token:
-                tags, _ = pad_batch([self.targets[i] for i in rows], IGNORE_INDEX, self.max_len)  # (B, T)
-                yield ids, tags.masked_fill(~mask, IGNORE_INDEX)
-            else:
-                yield ids, torch.tensor([int(self.targets[i]) for i in rows], dtype=torch.long)  # (B, T), (B,)
+    pred = logits.argmax(-1)                                                      # (B, T) or (B,)
+    if pred.shape != batch.y.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} do not fit targets {tuple(batch.y.shape)}: accuracy "
+                         f"needs (B, T, n) logits for (B, T) tags, or (B, n) for (B,) labels")
+    keep = batch.y != IGNORE_INDEX                                                # (B, T) or (B,)
+    if pred.dim() == 2 and batch.mask is not None:
+        keep = keep & batch.mask                                                  # real tokens only
+    return {"accuracy": (float((pred == batch.y)[keep].sum()), int(keep.sum()))}

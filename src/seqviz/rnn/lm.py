@@ -1,6 +1,6 @@
 """Recurrent language models, SLP (9.6-9.8) with weight tying (9.14-9.16): a generic ``RecurrentLM`` over any
 ``RecurrentLayer`` (stateful forward for truncated BPTT, incremental ``step`` for decoding), the Elman ``RNNLM``,
-and the trainer step for contiguous windows.
+and the trainer step for the contiguous windows of ``seqviz.data.lm_batches``.
 
 Shapes: B batch, T time, d_emb, d_h, L layers, V vocabulary.
 """
@@ -14,13 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqviz.data import StreamBatcher
+from seqviz.data import Batch
+from seqviz.train import StepOutput
 
 from seqviz._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
 from .elman import ElmanRNN
-from .layer import RecurrentLayer, State, map_state
+from .layer import RecurrentLayer, State, map_state, state_h
 
-__all__ = ["RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM", "sentence_stream", "lm_batches", "lm_step"]
+__all__ = ["RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM", "lm_step"]
 
 
 @dataclass
@@ -164,41 +165,17 @@ class RNNLM(RecurrentLM):
         return ElmanRNN(c.d_emb, c.d_h, c.num_layers, nonlinearity=c.nonlinearity, impl=c.impl)
 
 
-def sentence_stream(sentences: Sequence[Sequence[str]], vocab) -> Tensor:
-    """One long id stream `<s> w_1 ... w_n </s> <s> ...` (LongTensor (N,)) for truncated BPTT over a corpus."""
-    ids: list[int] = []
-    for sent in sentences:
-        ids.append(vocab.bos_id)
-        ids.extend(vocab.encode(list(sent)))
-        ids.append(vocab.eos_id)
-    if not ids:
-        raise ValueError("no sentences: the stream would be empty")
-    return torch.tensor(ids, dtype=torch.long)
-
-
-def lm_batches(ids: Tensor, batch_size: int, bptt: int, skip_target: int | None = None) -> list[tuple[Tensor, Tensor]]:
-    """Contiguous (x, y) windows (B, T) of a stream (StreamBatcher), with targets equal to `skip_target` set to
-    IGNORE_INDEX: the <s> of `sentence_stream` is only ever an input, so the loss counts words and </s>, as on PTB."""
-    out = []
-    for batch in StreamBatcher(ids, batch_size, bptt):
-        x, y = batch[0], batch[1]
-        if skip_target is not None:
-            y = y.masked_fill(y == skip_target, IGNORE_INDEX)                     # (B, T)
-        out.append((x, y))
-    return out
-
-
 def lm_step(stateful: bool) -> Callable:
-    """A trainer step for RNNLM over contiguous windows: `step(model, (x, y), carry) -> (loss, carry)`.
+    """A trainer step for a RecurrentLM over contiguous windows (seqviz.data.lm_batches / StreamBatcher):
+    ``step(model, batch, carry) -> StepOutput(loss, logits, carry)``.
 
-    stateful=True carries h_n into the next window (the trainer detaches it: truncated BPTT); stateful=False
-    starts every window from zeros, forgetting everything before it.
+    stateful=True carries the final state into the next window (the trainer detaches it: truncated BPTT);
+    stateful=False starts every window from the initial state, forgetting everything before it.
     """
-    def step(model: RNNLM, batch, carry):
-        x, y = batch
+    def step(model: RecurrentLM, batch: Batch, carry) -> StepOutput:
         state = carry if stateful else None
-        if state is not None and state.shape[1] != x.shape[0]:
+        if state is not None and state_h(state).shape[1] != batch.x.shape[0]:
             state = None                                                          # batch size changed: restart
-        _, loss, h_n = model(x, y, state=state, return_state=True)
-        return loss, (h_n if stateful else None)
+        logits, loss, state_n = model(batch.x, batch.y, state=state, return_state=True)
+        return StepOutput(loss, logits, state_n if stateful else None)
     return step
