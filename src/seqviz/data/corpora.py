@@ -311,8 +311,71 @@ def _load_brown() -> Corpus:
                               "to test and the one before it to valid, so each genre is in each split.")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# German -> English sentence pairs: the example phrases of Debian's trans-de-en (Ding dictionary, TU Chemnitz)
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SentencePair:
+    """A sentence and its translation (source language first)."""
+    source: str
+    target: str
+
+
+#: where ``make setup`` unpacks the Debian package (dpkg-deb -x), and where apt installs it system-wide
+TRANS_DE_EN_FILE = Path("trans-de-en") / "usr" / "share" / "trans" / "de-en"
+_TRANS_DE_EN_SYSTEM = Path("/usr/share/trans/de-en")
+_TRANS_BAD = re.compile(r"[{}\[\]<>/;~(]")  # dictionary annotations ({m}, [Am.], <...>, ~) and alternatives (;)
+
+
+def _trans_de_en_pairs(lines: Iterable[str], max_words: int = 25) -> list[SentencePair]:
+    """Clean sentence pairs from dictionary lines ``de_1 | de_2 :: en_1 | en_2``: both sides whole sentences
+    (capital first, . ? or ! last), 3 to ``max_words`` words, no dictionary annotations; duplicates dropped."""
+    seen: dict[tuple[str, str], None] = {}
+    for line in lines:
+        if line.startswith("#") or " :: " not in line:
+            continue
+        de, en = line.rstrip("\n").split(" :: ", 1)
+        ds, es = de.split(" | "), en.split(" | ")
+        if len(ds) != len(es):
+            continue
+        for d, e in zip(ds, es):
+            d, e = d.strip(), e.strip()
+            if d[-1:] not in (".", "?", "!") or e[-1:] not in (".", "?", "!"):
+                continue
+            if not (d[:1].isupper() and e[:1].isupper()) or _TRANS_BAD.search(d + e):
+                continue
+            if not (3 <= len(d.split()) <= max_words and 3 <= len(e.split()) <= max_words):
+                continue
+            seen[(d, e)] = None
+    return [SentencePair(d, e) for d, e in seen]
+
+
+@lru_cache(maxsize=None)
+def load_trans_de_en() -> Corpus:
+    """German -> English sentence pairs from Debian's trans-de-en (a clear error when it is not installed)."""
+    candidates = [_data_root() / TRANS_DE_EN_FILE, _TRANS_DE_EN_SYSTEM]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise CorpusUnavailableError(
+            f"The German-English dictionary trans-de-en is not installed (looked for {candidates[0]} and "
+            f"{candidates[1]}). `make setup` fetches it from Debian (apt-get download trans-de-en; dpkg-deb -x); "
+            f"or `sudo apt-get install trans-de-en`; or set SEQVIZ_DATA_DIR to a folder holding {TRANS_DE_EN_FILE}.")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        pairs = _trans_de_en_pairs(f)
+    split: dict[str, list[SentencePair]] = {"train": [], "valid": [], "test": []}
+    for pair in pairs:
+        b = zlib.crc32(pair.source.encode("utf-8")) % 20  # by the German sentence: a sentence is in one split
+        split["test" if b == 0 else "valid" if b == 1 else "train"].append(pair)
+    return Corpus("trans_de_en", tuple(split["train"]), tuple(split["valid"]), tuple(split["test"]),
+                  source=f"Debian trans-de-en (Ding German-English dictionary, TU Chemnitz), {path}",
+                  licence="GPL-2+ (Frank Richter, TU Chemnitz)",
+                  description="the dictionary's example sentences as German -> English pairs, filtered to whole "
+                              "sentences of 3-25 words without annotations; split 90/5/5 by a hash of the German")
+
+
 CORPORA = {
     "shakespeare": _load_shakespeare,
+    "trans_de_en": load_trans_de_en,
     "ptb": _load_ptb,
     "bbc": _load_bbc,
     "rotten_tomatoes": _load_rotten_tomatoes,
@@ -383,7 +446,8 @@ def download_corpus(name: str, *, cache_dir: str | os.PathLike | None = None) ->
 def load_corpus(name: str, *, cache_dir: str | os.PathLike | None = None) -> Corpus:
     """Train/valid/test splits of a corpus by name.
 
-    Installed with the package: ``shakespeare``, ``ptb``, ``bbc``, ``rotten_tomatoes``, ``brown``.
+    Installed with the package: ``shakespeare``, ``ptb``, ``bbc``, ``rotten_tomatoes``, ``brown``, ``trans_de_en``
+    (German -> English :class:`SentencePair` records).
     Downloaded (needs a network once): ``tiny_shakespeare``, ``wikitext2``.
     """
     if not isinstance(name, str):
