@@ -10,7 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seqviz.data.tasks import AGREEMENT_VERBS, agreement_examples, agreement_vocabulary
-from seqviz.lstm import GATES, TORCH_LSTM_GATE_ORDER, GRUCell, LSTMCell, LSTMTrace
+from seqviz.data import Batch, StreamBatcher, pad_batch
+from seqviz.lstm import (GATES, GRU, LSTM, TORCH_LSTM_GATE_ORDER, GRUCell, GRULM, GRUTrace, LSTMCell, LSTMClassifier,
+                         LSTMLM, LSTMLMConfig, LSTMTrace, state_grad_norms)
+from seqviz.rnn import ElmanCell, RNNClassifierConfig, lm_step
 
 TOL = 1e-5
 
@@ -179,3 +182,239 @@ def test_agreement_examples_reject_bad_arguments():
         agreement_examples(3, -1)
     with pytest.raises(ValueError, match="p_attractor is a probability"):
         agreement_examples(3, p_attractor=1.5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# layers: equal to torch.nn.LSTM / GRU, scratch = fused
+
+
+def torch_pair(kind, d_in, d_h, layers, bi, impl, seed=0):
+    torch.manual_seed(seed)
+    ref = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(d_in, d_h, layers, batch_first=True,
+                                                                bidirectional=bi)
+    return ref, (LSTM if kind == "lstm" else GRU).from_torch(ref, impl=impl)
+
+
+def initial_state(kind, LK, B, d_h, g):
+    h0 = randn(LK, B, d_h, g=g)
+    return (h0, randn(LK, B, d_h, g=g)) if kind == "lstm" else h0
+
+
+def assert_states_close(a, b):
+    for s, r in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        assert s.shape == r.shape and torch.allclose(s, r, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("impl", ["scratch", "fused"])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_layer_equals_torch(kind, num_layers, bidirectional, impl, with_state):
+    g = gen(1)
+    ref, ours = torch_pair(kind, 4, 6, num_layers, bidirectional, impl)
+    x = randn(3, 5, 4, g=g)                                                   # (B, T, d_in)
+    state0 = initial_state(kind, num_layers * (1 + bidirectional), 3, 6, g) if with_state else None
+    out, state_n = ours(x, state0)
+    out_ref, state_ref = ref(x, state0)
+    assert out.shape == out_ref.shape and torch.allclose(out, out_ref, atol=TOL, rtol=0)
+    assert_states_close(state_n, state_ref)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("impl", ["scratch", "fused"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_padding_mask_equals_packed_sequences(kind, impl, bidirectional):
+    """A right-padded batch with its mask gives what torch gives for the packed sequences: the same outputs at real
+    tokens (zeros at padding) and each sequence's state after its own last token."""
+    g = gen(2)
+    ref, ours = torch_pair(kind, 4, 5, 2, bidirectional, impl)
+    lengths = torch.tensor([6, 2, 4])
+    x = randn(3, 6, 4, g=g)
+    mask = torch.arange(6)[None, :] < lengths[:, None]                        # (B, T)
+    x = x.masked_fill(~mask[..., None], 1e3)                                  # padding must not leak in
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out_ref, state_ref = ref(packed)
+    out_ref, _ = torch.nn.utils.rnn.pad_packed_sequence(out_ref, batch_first=True, total_length=6)
+    out, state_n = ours(x, None, mask)
+    assert torch.allclose(out, out_ref, atol=TOL, rtol=0)
+    assert bool((out[~mask] == 0).all())
+    assert_states_close(state_n, state_ref)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_fused_equals_scratch_in_values_and_gradients(kind):
+    g = gen(3)
+    _, scratch = torch_pair(kind, 4, 5, 2, True, "scratch")
+    fused = (LSTM if kind == "lstm" else GRU)(4, 5, 2, bidirectional=True, impl="fused")
+    fused.load_state_dict(scratch.state_dict())
+    x = randn(2, 7, 4, g=g)
+    mask = torch.tensor([[True] * 7, [True] * 3 + [False] * 4])
+    results = []
+    for layer in (scratch, fused):
+        out, state = layer(x, None, mask)
+        h_n = state[0] if isinstance(state, tuple) else state
+        (out.sin().sum() + h_n.pow(2).sum()).backward()
+        results.append((out.detach(), {n: p.grad.clone() for n, p in layer.named_parameters()}))
+    (o1, g1), (o2, g2) = results
+    assert torch.allclose(o1, o2, atol=TOL, rtol=0)
+    assert g1.keys() == g2.keys() and len(g1) == 2 * 2 * (16 if kind == "lstm" else 12)
+    for name in g1:
+        assert torch.allclose(g1[name], g2[name], atol=TOL, rtol=0), name
+    assert "W_f" in scratch.cells[0]._parameters if kind == "lstm" else "W_z" in scratch.cells[0]._parameters
+
+
+def test_traces_obey_the_equations_and_feed_the_widget():
+    from seqviz.widgets import LSTMGates, prepare_gates
+    g = gen(4)
+    layer = LSTM(3, 5, num_layers=2, bidirectional=True)
+    x = randn(2, 6, 3, g=g)
+    h0, c0 = randn(4, 2, 5, g=g), randn(4, 2, 5, g=g)
+    out, (h_n, c_n), traces = layer.trace(x, (h0, c0))
+    assert len(traces) == 4 and all(isinstance(t, LSTMTrace) for t in traces)
+    assert torch.allclose(out, layer(x, (h0, c0))[0], atol=1e-6)              # tracing changes nothing
+    for idx, tr in enumerate(traces):
+        assert tr.f.shape == tr.c.shape == (2, 6, 5)
+        k = idx % 2                                                           # direction
+        order = range(6) if k == 0 else reversed(range(6))
+        c_prev = c0[idx]
+        for t in order:
+            # (9.27) c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t, with the previous step in the direction of reading
+            assert torch.allclose(tr.c[:, t], tr.f[:, t] * c_prev + tr.i[:, t] * tr.g[:, t], atol=1e-6)
+            assert torch.allclose(tr.h[:, t], tr.o[:, t] * torch.tanh(tr.c[:, t]), atol=1e-6)   # (9.29)
+            c_prev = tr.c[:, t]
+        assert torch.allclose(c_prev, c_n[idx], atol=1e-6)
+    assert torch.allclose(out[..., :5], traces[2].h, atol=1e-6)               # top layer, forward direction
+    d = prepare_gates(traces[0][1], list("abcdef"))                           # one sequence: (T, d_h)
+    assert list(d.values) == ["f", "g", "i", "c", "o", "h"] and d.shape == (6, 5)
+    LSTMGates(traces[0][0], list("abcdef"))
+    with pytest.raises(ValueError, match=r"must be \(T, units\).*pick one sequence"):
+        prepare_gates(traces[0], list("abcdef"))                              # a batch of 2: say which sequence
+    with pytest.raises(ValueError, match="tokens"):
+        prepare_gates(traces[0][0], list("abc"))                              # T = 6 steps, 3 tokens
+    gru_traces = GRU(3, 4).trace(x)[2]
+    assert isinstance(gru_traces[0], GRUTrace) and gru_traces[0].z.shape == (2, 6, 4)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_mismatched_states_and_bad_inputs_are_refused(kind):
+    layer = (LSTM if kind == "lstm" else GRU)(3, 4, num_layers=2)
+    x = torch.randn(2, 5, 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, d_in=3\)"):
+        layer(torch.randn(5, 3))                                              # wrong rank
+    if kind == "lstm":
+        with pytest.raises(ValueError, match=r"a tuple of 2 tensors, each \(L\*K, B, d_h\) = \(2, 2, 4\)"):
+            layer(x, (torch.zeros(2, 2, 4), torch.zeros(2, 2, 5)))            # c_0 of the wrong width
+        with pytest.raises(ValueError, match="a tuple of 2 tensors"):
+            layer(x, torch.zeros(2, 2, 4))                                    # h_0 alone
+    else:
+        with pytest.raises(ValueError, match=r"\(L\*K, B, d_h\) = \(2, 2, 4\)"):
+            layer(x, torch.zeros(1, 2, 4))
+    with pytest.raises(ValueError, match="right-padded"):
+        layer(x, None, torch.tensor([[True, False, True, True, True]] * 2))   # not a prefix mask
+    with pytest.raises(ValueError, match="from_torch needs a torch.nn"):
+        LSTM.from_torch(torch.nn.GRU(3, 4, batch_first=True))
+    with pytest.raises(ValueError, match="batch_first=True"):
+        GRU.from_torch(torch.nn.GRU(3, 4))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# models
+
+
+def test_lstm_lm_interface_tying_and_stateful_batches():
+    torch.manual_seed(0)
+    lm = LSTMLM(LSTMLMConfig.tiny(20))
+    assert lm.V.weight is lm.E.weight
+    ids = torch.randint(0, 20, (61,))
+    x, y = ids[:-1].view(1, 60), ids[1:].view(1, 60)
+    logits, loss = lm(x, y)
+    assert logits.shape == (1, 60, 20) and loss.dim() == 0
+    # stateful: three windows with the state carried = the one long sequence
+    carried, state = [], None
+    for batch in StreamBatcher(ids, 1, 20):
+        out, _, state = lm(batch.x, state=state, return_state=True)
+        carried.append(out)
+    assert torch.allclose(torch.cat(carried, 1), logits, atol=TOL, rtol=0)
+    # lm_step carries (h, c) between windows and its loss is the model's
+    step = lm_step(stateful=True)
+    batches = list(StreamBatcher(ids, 1, 20))
+    o1 = step(lm, batches[0], None)
+    o2 = step(lm, batches[1], o1.carry)
+    assert isinstance(o1.carry, tuple) and len(o1.carry) == 2
+    assert torch.allclose(o2.logits, logits[:, 20:40], atol=TOL, rtol=0)
+    # next-token logits = the last position; step() carries the state for incremental decoding
+    assert torch.allclose(lm.next_token_logits(x[0, :7]), logits[0, 6], atol=TOL, rtol=0)
+    z, st = lm.step(x[:, :4])
+    z2, _ = lm.step(x[:, 4:7], st)
+    assert torch.allclose(z2[0], logits[0, 6], atol=TOL, rtol=0)
+    r = lm.reorder_state(st, torch.tensor([0, 0]))
+    assert r[0].shape == (1, 2, 16) and r[1].shape == (1, 2, 16)
+
+
+@pytest.mark.parametrize("model_class", [LSTMLM, GRULM])
+def test_lm_fused_equals_scratch_and_traces(model_class):
+    torch.manual_seed(1)
+    lm = model_class(LSTMLMConfig.tiny(15, num_layers=2))
+    idx = torch.randint(0, 15, (2, 9))
+    fused, _ = lm(idx)
+    lm.impl = "scratch"
+    scratch, _ = lm(idx)
+    assert torch.allclose(fused, scratch, atol=TOL, rtol=0)
+    traces = lm.trace(idx)
+    assert len(traces) == 2 and traces[1].h.shape == (2, 9, 16)
+
+
+def test_lm_rejects_ids_outside_the_vocabulary():
+    lm = LSTMLM(LSTMLMConfig.tiny(10))
+    with pytest.raises(ValueError, match=r"token id 10 .* outside the vocabulary .*\[0, 10\)"):
+        lm(torch.tensor([[1, 10]]))
+    with pytest.raises(ValueError, match=r"shape \(B, T\).*unsqueeze\(0\)"):
+        lm(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"token id 12 .* outside"):
+        lm.trace(torch.tensor([[12]]))
+    with pytest.raises(ValueError, match="d_emb == d_h"):
+        LSTMLMConfig(10, d_emb=8, d_h=16)
+
+
+def test_lstm_classifier_learns_agreement_quickly():
+    """The chapter's experiment in small: an LSTM classifier gets the verb's number right across distractors."""
+    exs = agreement_examples(1100, 3, seed=0)
+    words = ["<pad>"] + agreement_vocabulary()
+    stoi = {w: i for i, w in enumerate(words)}
+    ids, mask = pad_batch([[stoi[w] for w in e.tokens] for e in exs], 0)
+    labels = torch.tensor([e.label for e in exs])
+    torch.manual_seed(0)
+    clf = LSTMClassifier(RNNClassifierConfig(len(words), 2, d_emb=16, d_h=16, pad_id=0))
+    opt = torch.optim.Adam(clf.parameters(), 1e-2)
+    for _ in range(4):
+        for s in range(0, 1000, 50):
+            _, loss = clf(ids[s:s + 50], labels[s:s + 50], mask[s:s + 50])
+            opt.zero_grad(), loss.backward(), opt.step()
+    with torch.no_grad():
+        acc = (clf(ids[1000:], mask=mask[1000:])[0].argmax(-1) == labels[1000:]).float().mean()
+    assert acc > 0.9
+
+
+def test_state_grad_norms_match_autograd_and_lstm_keeps_the_gradient():
+    g = gen(5)
+    x = randn(4, 30, 3, g=g)
+    cell = LSTMCell(3, 8)
+    norms = state_grad_norms(cell, x, lambda h: h.sum())
+    assert norms.shape == (30,) and torch.allclose(norms[0], torch.ones(4, 8).norm(dim=-1).mean())
+    # against autograd through the layer: perturb h_t's input path via a leaf initial state (t = 0)
+    h0 = torch.zeros(4, 8, requires_grad=True)
+    state = (h0, torch.zeros(4, 8))
+    for t in range(30):
+        state = cell(x[:, t], state)
+    (dh0,) = torch.autograd.grad(state[0].sum(), h0)
+    full = state_grad_norms(cell, x, lambda h: h.sum(), state0=(h0, torch.zeros(4, 8)))
+    assert full.shape == (30,) and dh0.norm(dim=-1).mean() > 0
+    # an Elman cell with a small U forgets: its gradient 20 steps back is far smaller than the LSTM's with f ~ 1
+    elman = ElmanCell(3, 8)
+    with torch.no_grad():
+        elman.U.mul_(0.3)
+        cell.b_W_f.fill_(5.0)                                                  # forget gate open: the highway
+    e = state_grad_norms(elman, x, lambda h: h.sum())
+    lstm = state_grad_norms(cell, x, lambda h: h.sum())
+    assert e[20] / e[0] < 1e-3 < lstm[20] / lstm[0]
