@@ -1,0 +1,102 @@
+"""The Measured appendix (book/measured.ipynb) renders bench/results/*.json through bench/_results.py: the readers
+and the HTML they make, tested on results files written here."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import _results  # noqa: E402
+
+WINDOW = {"machine": {"date": "2026-11-23T10:00:00+00:00", "cpu": "Test CPU", "cores": 2, "torch": "2.13.0+cpu",
+                      "threads": 2, "cpu_capability": "AVX2"},
+          "rows": [{"name": "KN 4-gram", "size": 1234567, "test": 145.25, "best valid": float("nan")},
+                   {"name": "window LM <b>", "size": 2_000_000, "test": 171.5, "steps": "-"}],
+          "published": {"KN 5-gram, Mikolov et al. 2011 (test)": 141.2}}
+
+
+@pytest.fixture
+def results(tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    (tmp_path / "bench_window.py").write_text("")
+    (tmp_path / "bench_ngram.py").write_text("")
+    (tmp_path / "bench_widgets.py").write_text("")
+    (root / "window.json").write_text(json.dumps(WINDOW))
+    (root / "widgets.json").write_text(json.dumps({"machine": WINDOW["machine"], "latency_ms": {"heatmap": 3.25},
+                                                   "sizes": {"4x4x64": [{"bytes": 65536}]}}))
+    return root
+
+
+def test_files_read_in_lecture_order_and_missing_benches_named(results):
+    assert list(_results.all_results(results)) == ["window", "widgets"]
+    assert _results.read_results("ngram", results) is None
+    assert _results.missing(results) == ["python bench/bench_ngram.py"]
+
+
+def test_tables_show_the_files_numbers_escaped(results):
+    html = dict(_results.sections(_results.read_results("window", results)))
+    rows = html["rows"]
+    assert "1,234,567" in rows and "145.2" in rows and "171.5" in rows
+    assert "window LM &lt;b&gt;" in rows and "<b>" not in rows  # names are text, never markup
+    assert "<td>-</td>" in rows  # NaN and missing cells
+    assert "141.2" in html["published"]
+    other = dict(_results.sections(_results.read_results("widgets", results)))
+    assert "3.25" in other["latency_ms"] and "65,536" in other["sizes: 4x4x64"]
+
+
+def test_a_changed_file_changes_the_tables(results):
+    before = _results.sections(_results.read_results("window", results))
+    changed = json.loads(json.dumps(WINDOW))
+    changed["rows"][0]["test"] = 139.75
+    (results / "window.json").write_text(json.dumps(changed))
+    after = _results.sections(_results.read_results("window", results))
+    assert before != after and "139.8" in dict(after)["rows"]
+
+
+def test_ladder_has_ours_and_published_in_order(results):
+    rungs = _results.ladder(_results.all_results(results))
+    assert [(r["model"], r["perplexity"], r["source"]) for r in rungs] == [
+        ("KN 4-gram", 145.25, "ours"), ("window LM <b>", 171.5, "ours"),
+        ("KN 5-gram, Mikolov et al. 2011 (test)", 141.2, "published")]
+    assert {r["corpus"] for r in rungs} == {"PTB test"}
+
+
+def test_machine_line_says_what_the_figures_depend_on(results):
+    line = _results.machine_line(_results.read_results("window", results))
+    assert "Test CPU" in line and "2 cores" in line and "torch 2.13.0+cpu" in line and "2 threads" in line
+
+
+def test_broken_file_says_which_bench_rewrites_it(results):
+    (results / "ngram.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"bench_ngram\.py"):
+        _results.read_results("ngram", results)
+
+
+def test_html_table_rejects_what_is_not_a_table():
+    with pytest.raises(TypeError, match="list of dicts or a dict"):
+        _results.html_table([1, 2])
+    assert _results.fmt(float("nan")) == "-" and _results.fmt(12345.6) == "12,346" and _results.fmt(0.01234) == "0.0123"
+
+
+def test_write_results_records_the_machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(_results, "RESULTS", tmp_path / "results")
+    path = _results.write_results("demo", {"rows": [{"name": "a", "test": 1.5}]})
+    data = json.loads(path.read_text())
+    assert set(data["machine"]) >= {"date", "cpu", "cores", "torch", "threads"} and data["rows"][0]["test"] == 1.5
+
+
+def test_page_is_executed_at_every_build_and_reads_the_results():
+    nb = json.loads((ROOT / "book" / "measured.ipynb").read_text())
+    # Jupyter Book's cache keys on code cells only: a cached page would keep showing old JSON
+    assert nb["metadata"]["mystnb"]["execution_mode"] == "force"
+    src = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "_results.all_results()" in src and "_results.ladder(" in src
+    # no number is typed into the page's prose
+    import re
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert not re.search(r"\d+\.\d", prose), "a measured number was typed into the page"
