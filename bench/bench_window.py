@@ -21,12 +21,13 @@ import time
 from dataclasses import replace
 
 import torch
+from _results import write_results
 
 import seqviz
-from seqviz.data import Vocab, load_corpus
+from seqviz.data import Vocab, load_corpus, window_data
 from seqviz.ngram import NGramLM
 from seqviz.train import TrainConfig, Trainer, evaluate
-from seqviz.window import WindowConfig, WindowLM, window_data
+from seqviz.window import WindowConfig, WindowLM
 
 PUBLISHED = {"KN 5-gram, Mikolov et al. 2011 (test)": 141.2}
 
@@ -64,7 +65,7 @@ def run(name: str, model_cfg: WindowConfig, train_cfg: TrainConfig, batch_size: 
     return {
         "name": name,
         "window": n,
-        "d/H": f"{model_cfg.d_embed}/{model_cfg.d_hidden}",
+        "d/d_h": f"{model_cfg.d_emb}/{model_cfg.d_h}",
         "size": model.num_parameters(),
         "steps": hist.steps,
         "epochs": hist.targets / len(ids["train"]),
@@ -95,7 +96,7 @@ def main() -> None:
         t0 = time.perf_counter()
         lm = NGramLM(n=n, smoothing="kn").fit(ptb.sentences("train"), vocab=vocab)
         fit_s = time.perf_counter() - t0
-        rows.append({"name": f"KN {n}-gram (seqviz.ngram)", "window": n - 1, "d/H": "-",
+        rows.append({"name": f"KN {n}-gram (seqviz.ngram)", "window": n - 1, "d/d_h": "-",
                      "size": sum(lm.num_ngrams(m) for m in range(1, n + 1)), "steps": "-", "epochs": 1.0,
                      "tok/s": len(ids["train"]) / fit_s, "valid": lm.perplexity(ptb.sentences("valid")),
                      "best valid": float("nan"), "test": lm.perplexity(ptb.sentences("test")),
@@ -118,13 +119,14 @@ def main() -> None:
         print_table(rows)
     for k, v in PUBLISHED.items():
         print(f"published: {k}: {v}")
+    write_results("window", {"rows": rows, "published": PUBLISHED})
 
 
 NOTEBOOK_STEPS, NOTEBOOK_LR, NOTEBOOK_BATCH = 350, 2e-2, 1024
 
 
 def print_table(rows: list[dict]) -> None:
-    cols = ["name", "window", "d/H", "size", "steps", "epochs", "tok/s", "valid", "best valid", "test", "minutes"]
+    cols = ["name", "window", "d/d_h", "size", "steps", "epochs", "tok/s", "valid", "best valid", "test", "minutes"]
     fmt = {"size": "{:,}", "epochs": "{:.2f}", "tok/s": "{:,.0f}", "valid": "{:.1f}", "best valid": "{:.1f}",
            "test": "{:.1f}", "minutes": "{:.1f}"}
     def cell(value, col):

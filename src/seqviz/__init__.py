@@ -1,8 +1,22 @@
 """seqviz: the shared package behind the book *Deep Learning for Sequences, Interactively*.
 
 One module per chapter of the lecture flow (n-grams -> fixed window -> RNN -> LSTM -> attention -> transformer ->
-summarization), one trainer, one decoder, and browser-side widgets. Shapes are batch first: B batch, T time,
-C/D model width, H heads, V vocabulary.
+summarization), one trainer, one decoder, and browser-side widgets. Data flows one way:
+``seqviz.data`` (corpus -> tokens -> ``Batch``) -> model -> (logits, traces) -> ``seqviz.widgets``.
+
+One vocabulary for the whole package (SLP 3rd ed. draft, ch. 9, where it has a name):
+
+=================  ==========================================================================================
+shapes             batch first: B batch, T time (T_q / T_k query / key positions, S source length), V vocabulary
+                   size, L layers, K directions (1 or 2), H attention heads (only heads, never a width)
+widths             ``d_emb`` embedding width, ``d_h`` hidden width (SLP's d_h), ``d_model`` transformer width,
+                   ``d_k`` / ``d_v`` key / value width
+matrices           E embeddings (one row per word), W input -> hidden, U hidden -> hidden (recurrent), V hidden
+                   -> output (the context tells V the matrix from V the size), W^Q W^K W^V W^O attention
+config fields      ``vocab_size``, ``d_emb``, ``d_h``, ``num_layers``, ``nonlinearity``, ``dropout``, ``impl``
+                   ("scratch": the loop the chapter explains; "fused": the torch kernel on the same parameters)
+batches            ``seqviz.data.Batch(x, y, mask)``: inputs, targets (``IGNORE_INDEX`` = not scored), padding mask
+=================  ==========================================================================================
 """
 from __future__ import annotations
 
