@@ -11,3 +11,5 @@ settings.register_profile("seqviz", derandomize=True, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seqviz"))
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+# Tests run on the CPU even where a GPU is present (seqviz.default_device reads this).
+os.environ.setdefault("SEQVIZ_DEVICE", "cpu")

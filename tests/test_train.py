@@ -524,3 +524,20 @@ def test_model_without_targets_gives_clear_error():
     xs_only = [(b[0],) for b in copy_batches(2)]
     with pytest.raises(TypeError, match="targets"):
         Trainer(make_model(), quiet(), xs_only).fit()
+
+
+# -- the device helper --------------------------------------------------------------------------------------------
+def test_default_device_follows_the_environment(monkeypatch):
+    import seqviz
+
+    monkeypatch.setenv("SEQVIZ_DEVICE", "cpu")
+    assert seqviz.default_device() == torch.device("cpu")
+    monkeypatch.setenv("SEQVIZ_DEVICE", "warp-drive")
+    with pytest.raises(ValueError, match="not a torch device"):
+        seqviz.default_device()
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("SEQVIZ_DEVICE", "cuda")
+        with pytest.raises(ValueError, match="no CUDA"):
+            seqviz.default_device()
+        monkeypatch.delenv("SEQVIZ_DEVICE")
+        assert seqviz.default_device().type in ("cpu", "mps")

@@ -25,7 +25,7 @@ import random
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "set_seed", "configure_threads"]
+__all__ = ["__version__", "set_seed", "configure_threads", "default_device"]
 
 
 def set_seed(seed: int, *, deterministic: bool = True) -> None:
@@ -68,3 +68,29 @@ def configure_threads(n: int | None = None) -> int:
         raise ValueError(f"thread count must be >= 1, got {n}")
     torch.set_num_threads(n)
     return n
+
+
+def default_device():
+    """The device the chapters put their models on: CUDA, else Apple's MPS, else the CPU.
+
+    ``SEQVIZ_DEVICE`` overrides the choice (e.g. ``SEQVIZ_DEVICE=cpu``, as the tests and CI set it). Every default
+    size in the book is chosen for a 2-core CPU; a GPU makes the ``full`` presets take minutes instead of hours.
+    """
+    import torch
+
+    name = os.environ.get("SEQVIZ_DEVICE")
+    if name:
+        try:
+            device = torch.device(name)
+        except RuntimeError:
+            raise ValueError(f"SEQVIZ_DEVICE={name!r} is not a torch device; use cpu, cuda, cuda:1 or mps") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"SEQVIZ_DEVICE={name!r} but torch sees no CUDA GPU; unset it or use cpu")
+        if device.type == "mps" and not torch.backends.mps.is_available():
+            raise ValueError(f"SEQVIZ_DEVICE={name!r} but MPS is not available here; unset it or use cpu")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
