@@ -133,3 +133,250 @@ def test_bad_scores_and_arguments():
         generate(f, [0], 3, temperature=0)
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(f, [0], 0, 3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# incremental, batched decoding: the stepper contract, checked against the full-prefix decoder it replaces
+
+from seqviz.decode import ContextStepper, as_stepper  # noqa: E402
+
+
+def _scores(z):
+    return (z.detach() if torch.is_tensor(z) else torch.as_tensor(np.asarray(z))).to(torch.float64)
+
+
+def _reference_generate(score_fn, prompt_ids, max_new_tokens, *, temperature=1.0, top_k=None, greedy=False,
+                        stop_id=None, seed=None):
+    """The decoder before incremental decoding: re-score the whole context for every new token."""
+    context = [int(i) for i in prompt_ids]
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    new = []
+    for _ in range(max_new_tokens):
+        z = _scores(score_fn(context))
+        nxt = int(torch.argmax(z).item()) if greedy else sample_next(z, temperature, top_k, gen)
+        new.append(nxt)
+        context.append(nxt)
+        if stop_id is not None and nxt == stop_id:
+            break
+    return new
+
+
+def _reference_beam(score_fn, prompt_ids, beam_size, max_new_tokens, stop_id=None, length_penalty=0.0):
+    """The beam search before batching: each hypothesis scored on its own, from its whole context."""
+    prompt = [int(i) for i in prompt_ids]
+
+    def rank(item):
+        ids, lp = item
+        return lp / (max(len(ids), 1) ** length_penalty)
+
+    beams, finished = [([], 0.0)], []
+    for _ in range(max_new_tokens):
+        candidates = []
+        for ids, lp in beams:
+            z = _scores(score_fn(prompt + ids))
+            logp = torch.log_softmax(z, dim=0)
+            top = torch.topk(logp, min(beam_size, int(torch.isfinite(logp).sum())))
+            candidates += [(ids + [i], lp + v) for v, i in zip(top.values.tolist(), top.indices.tolist())]
+        candidates.sort(key=rank, reverse=True)
+        beams = []
+        for ids, lp in candidates:
+            (finished if stop_id is not None and ids[-1] == stop_id else beams).append((ids, lp))
+            if len(beams) == beam_size:
+                break
+        if not beams or len(finished) >= beam_size and rank(max(finished, key=rank)) >= rank(beams[0]):
+            break
+    return sorted(finished + beams, key=rank, reverse=True)[:beam_size]
+
+
+def _random_scorer(V=9, seed=0, blocked=None):
+    """A deterministic LM over V tokens whose scores depend on the last two ids (and -inf for `blocked`)."""
+    table = torch.randn(V, V, V, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 2
+
+    def f(ctx):
+        a, b = ([0, 0] + list(ctx))[-2:]
+        z = table[a, b].clone()
+        if blocked is not None:
+            z[blocked] = -math.inf
+        return z
+    return f
+
+
+def _same_beams(got, want):
+    assert [ids for ids, _ in got] == [ids for ids, _ in want]
+    assert all(math.isclose(a, b, rel_tol=0, abs_tol=1e-9) for (_, a), (_, b) in zip(got, want))
+
+
+@pytest.mark.parametrize("beam_size", [1, 2, 4, 7])
+@pytest.mark.parametrize("stop_id,length_penalty", [(None, 0.0), (3, 0.0), (3, 1.0), (5, 0.6)])
+def test_batched_beam_equals_the_per_hypothesis_beam(beam_size, stop_id, length_penalty):
+    for seed in range(3):
+        f = _random_scorer(seed=seed, blocked=[8])                     # a token no hypothesis may take
+        got = beam_search(f, [1, 2], beam_size, 8, stop_id=stop_id, length_penalty=length_penalty)
+        _same_beams(got, _reference_beam(f, [1, 2], beam_size, 8, stop_id, length_penalty))
+        assert all(8 not in ids for ids, _ in got)
+
+
+class CountingStepper(ContextStepper):
+    """The adapter, counting its step calls and the rows it scores."""
+
+    def __init__(self, score_fn):
+        super().__init__(score_fn)
+        self.calls, self.rows = 0, []
+
+    def step(self, ids, state):
+        self.calls += 1
+        self.rows.append(ids.shape[0])
+        return super().step(ids, state)
+
+
+def test_beam_scores_all_hypotheses_in_one_step_per_token():
+    stepper = CountingStepper(_random_scorer(seed=4))
+    out = beam_search(stepper, [1], beam_size=4, max_new_tokens=6)
+    assert len(out) == 4 and all(len(ids) == 6 for ids, _ in out)
+    assert stepper.calls == 6                                            # the prompt, then one batch per new token
+    assert stepper.rows == [1, 4, 4, 4, 4, 4]
+
+
+def test_beam_width_one_is_greedy():
+    for seed in range(4):
+        f = _random_scorer(seed=seed)
+        assert beam_search(f, [2], 1, 10, stop_id=3)[0][0] == generate(f, [2], 10, greedy=True, stop_id=3)
+
+
+def _tiny_rnn_lm(dropout=0.0):
+    from seqviz import set_seed
+    from seqviz.rnn import RNNLM, RNNLMConfig
+
+    set_seed(0)
+    model = RNNLM(RNNLMConfig.tiny(23, num_layers=2, dropout=dropout)).double()
+    with torch.no_grad():
+        model.E.weight.mul_(20)                                          # spread the logits: no near-ties
+    return model
+
+
+def _tiny_ngram():
+    from seqviz.ngram import NGramConfig, NGramLM
+
+    g = torch.Generator().manual_seed(0)
+    words = "the a cat dog sat ran on mat here".split()
+    sents = [[words[int(i)] for i in torch.randint(len(words), (int(n),), generator=g)]
+             for n in torch.randint(2, 8, (60,), generator=g)]
+    return NGramLM(NGramConfig(n=3)).fit(sents)
+
+
+def _tiny_window_lm():
+    from seqviz import set_seed
+    from seqviz.window import WindowConfig, WindowLM
+
+    set_seed(0)
+    return WindowLM(WindowConfig.tiny(17, context=3)).double()
+
+
+def test_rnn_incremental_decoding_equals_full_prefix_decoding():
+    """RecurrentLM.step carries h: token for token what re-running the whole prefix gives, for every decoder."""
+    model = _tiny_rnn_lm(dropout=0.3)
+    model.train()
+    full = model.next_token_logits                                       # re-runs the prefix from zeros
+    prompt = [2, 5, 7]
+    assert generate(model, prompt, 25, greedy=True) == _reference_generate(full, prompt, 25, greedy=True)
+    for seed in range(3):
+        assert (generate(model, prompt, 25, temperature=1.3, top_k=6, seed=seed)
+                == _reference_generate(full, prompt, 25, temperature=1.3, top_k=6, seed=seed))
+    stop = generate(model, prompt, 25, greedy=True)[4]
+    assert generate(model, prompt, 25, greedy=True, stop_id=stop) == _reference_generate(full, prompt, 25,
+                                                                                        greedy=True, stop_id=stop)
+    for beam_size, lp in ((1, 0.0), (3, 0.0), (5, 0.7)):
+        _same_beams(beam_search(model, prompt, beam_size, 8, stop_id=stop, length_penalty=lp),
+                    _reference_beam(full, prompt, beam_size, 8, stop, lp))
+    assert model.training                                                # the decoder restores the mode
+    assert generate(model, prompt, 10, greedy=True) == generate(full, prompt, 10, greedy=True)
+
+
+def test_rnn_step_and_reorder_state():
+    model = _tiny_rnn_lm().eval()
+    idx = torch.randint(23, (3, 6))
+    whole, _ = model(idx)
+    logits, state = model.step(idx[:, :2])
+    assert logits.shape == (3, 23) and state.shape == (2, 3, 16)
+    for t in range(2, 6):
+        logits, state = model.step(idx[:, t:t + 1], state)
+        assert torch.allclose(logits, whole[:, t], atol=1e-12)
+    picked = model.reorder_state(state, torch.tensor([2, 0, 0, 1]))     # beams: keep, duplicate, drop rows
+    assert picked.shape == (2, 4, 16) and torch.equal(picked[:, 1], state[:, 0]) and torch.equal(picked[:, 3],
+                                                                                                 state[:, 1])
+
+
+def test_ngram_and_window_decode_through_the_adapter_unchanged():
+    ngram = _tiny_ngram()
+    window = _tiny_window_lm()
+    bos = ngram.vocab.bos_id
+    for model, score_fn, prompt in ((ngram, ngram.next_token_logits, [bos]),
+                                    (window, window.next_token_logits, [4, 9, 2])):
+        stepper = as_stepper(model)
+        assert isinstance(stepper, ContextStepper)
+        assert generate(model, prompt, 12, greedy=True) == _reference_generate(score_fn, prompt, 12, greedy=True)
+        assert (generate(score_fn, prompt, 12, temperature=0.8, seed=5)
+                == _reference_generate(score_fn, prompt, 12, temperature=0.8, seed=5))
+        _same_beams(beam_search(score_fn, prompt, 3, 6, stop_id=3), _reference_beam(score_fn, prompt, 3, 6, 3))
+        assert beam_search(model, prompt, 1, 6)[0][0] == generate(model, prompt, 6, greedy=True)
+
+
+class ToySeq2Seq(torch.nn.Module):
+    """A stand-in for an encoder-decoder: its state is a dict holding the encoder outputs (B, S, d), the decoder's
+    h (B, d) and a per-row list; reorder_state picks rows of all three."""
+
+    def __init__(self, V=11, d=6):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.E = torch.nn.Parameter(torch.randn(V, d, generator=g, dtype=torch.float64))
+        self.W = torch.nn.Parameter(torch.randn(d, d, generator=g, dtype=torch.float64))
+        self.V = torch.nn.Parameter(torch.randn(V, d, generator=g, dtype=torch.float64) * 3)
+
+    def encode(self, src):
+        return {"enc": self.E[src], "h": torch.zeros(src.shape[0], self.E.shape[1], dtype=torch.float64),
+                "read": [[] for _ in range(src.shape[0])]}
+
+    def step(self, ids, state):
+        h = state["h"]
+        for t in range(ids.shape[1]):
+            h = torch.tanh(self.E[ids[:, t]] + h @ self.W)
+        context = (torch.softmax(state["enc"] @ h[:, :, None], 1) * state["enc"]).sum(1)   # (B, d) attention
+        read = [r + row for r, row in zip(state["read"], ids.tolist())]
+        return (h + context) @ self.V.T, {"enc": state["enc"], "h": h, "read": read}
+
+    def reorder_state(self, state, index):
+        return {"enc": state["enc"].index_select(0, index), "h": state["h"].index_select(0, index),
+                "read": [list(state["read"][i]) for i in index.tolist()]}
+
+
+def test_beam_search_carries_any_state_the_model_reorders():
+    model = ToySeq2Seq()
+    src = torch.tensor([[3, 1, 4, 1, 5]])
+
+    def full(ctx):                                                       # re-run the decoder over the whole prefix
+        return model.step(torch.tensor([ctx]), model.encode(src))[0][0]
+
+    for beam_size in (1, 3):
+        _same_beams(beam_search(model, [0], beam_size, 7, stop_id=2, state=model.encode(src)),
+                    _reference_beam(full, [0], beam_size, 7, 2))
+    assert generate(model, [0], 7, greedy=True, state=model.encode(src)) == _reference_generate(full, [0], 7,
+                                                                                               greedy=True)
+
+
+def test_decoding_errors_say_what_to_give():
+    with pytest.raises(TypeError, match="step\\(ids, state\\)"):
+        generate(42, [0], 3)
+
+    class Bad(ContextStepper):
+        def step(self, ids, state):
+            return torch.zeros(ids.shape[0], 2, 5), state                  # (B, T, V), not (B, V)
+
+    with pytest.raises(ValueError, match=r"logits of shape \(B, V\)"):
+        generate(Bad(lambda c: torch.zeros(5)), [0], 3)
+    with pytest.raises(ValueError, match="NaN"):
+        beam_search(lambda c: torch.tensor([0.0, float("nan")]), [0], 2, 3)
+    with pytest.raises(ValueError, match="-inf"):
+        beam_search(lambda c: torch.full((3,), -math.inf), [0], 2, 3)
+    model = _tiny_rnn_lm()
+    with pytest.raises(ValueError, match="empty batch"):
+        generate(model, [], 3)                                           # an RNN needs at least <s>

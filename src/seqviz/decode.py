@@ -1,25 +1,80 @@
-"""Decoding from any language model: greedy, temperature, top-k sampling and beam search.
+"""Decoding from any language model: greedy, temperature, top-k sampling and beam search, in one incremental loop.
 
-Everything here works over one small contract, a *score function*
-``score_fn(context_ids: list[int]) -> (V,)`` returning logits or log-probabilities for the next token. Every LM in
-the book, n-gram included, provides one (``model.next_token_logits``), so one decoder serves every chapter.
+The contract is a *stepper*: ``step(ids (B, t_new) LongTensor, state | None) -> (logits (B, V), state)`` gives the
+next-token scores after reading ``ids`` on top of ``state`` (None: nothing read yet), and
+``reorder_state(state, index (B',) LongTensor) -> state`` keeps, duplicates or drops rows (the beams that survive).
+An RNN's state is its hidden state, so each new token costs one step; a transformer's would be its key/value cache;
+an encoder-decoder's may hold the encoder outputs too. The state may be any structure the model's ``reorder_state``
+understands: the decoder never looks inside it. Greedy, sampling and beam search are one loop that differs only in
+how it picks the next tokens, and the beam's hypotheses are scored as one batch.
+
+Models that only score a whole context, ``score_fn(context_ids: list[int]) -> (V,)`` (the n-gram and window LMs'
+``next_token_logits``), go through ``ContextStepper``, whose state is the list of contexts: every call re-reads the
+whole prefix, which is what those models do anyway. Every public function takes either kind.
+
 Log-probabilities are logits too (softmax of log p is p), so temperature means the same thing for both:
 softmax(z / T) is p^(1/T) renormalised.
 """
 from __future__ import annotations
 
 import math
-import numbers
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
 
 from seqviz._checks import check_temperature as _check_temperature
 
-__all__ = ["ScoreFn", "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search"]
+__all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "softmax_with_temperature", "top_k_filter",
+           "sample_next", "generate", "beam_search"]
 
 ScoreFn = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
+
+
+@runtime_checkable
+class Stepper(Protocol):
+    """A model that decodes incrementally (RecurrentLM, a seq2seq decoder, a transformer with a cache)."""
+
+    def step(self, ids: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]: ...
+
+    def reorder_state(self, state: Any, index: torch.Tensor) -> Any: ...
+
+
+class ContextStepper:
+    """The stepper of a model that scores whole contexts: state = one list of ids per row, re-scored in full.
+
+    ``step`` appends the new ids to each row's context and calls ``score_fn`` on it, so a token costs a pass over
+    the whole prefix (cheap for an n-gram, which reads only its last n-1 ids).
+    """
+
+    def __init__(self, score_fn: ScoreFn):
+        if not callable(score_fn):
+            raise TypeError(f"score_fn must be callable, context_ids -> (V,) scores, got {type(score_fn).__name__}")
+        self.score_fn = score_fn
+
+    def step(self, ids: torch.Tensor, state: list[list[int]] | None) -> tuple[torch.Tensor, list[list[int]]]:
+        rows = ids.tolist()
+        contexts = [[] for _ in rows] if state is None else state
+        if len(contexts) != len(rows):
+            raise ValueError(f"ids have {len(rows)} rows but the state holds {len(contexts)} contexts")
+        contexts = [ctx + row for ctx, row in zip(contexts, rows)]
+        return torch.stack([_as_logits(self.score_fn(ctx)) for ctx in contexts]), contexts   # (B, V)
+
+    def reorder_state(self, state: list[list[int]], index: torch.Tensor) -> list[list[int]]:
+        return [list(state[i]) for i in index.tolist()]
+
+
+def as_stepper(model) -> Stepper:
+    """A stepper for ``model``: itself if it has step and reorder_state, else a ContextStepper over its
+    ``next_token_logits`` (or over ``model`` itself, a score function)."""
+    if isinstance(model, Stepper):
+        return model
+    if hasattr(model, "next_token_logits"):
+        return ContextStepper(model.next_token_logits)
+    if callable(model):
+        return ContextStepper(model)
+    raise TypeError(f"cannot decode from {type(model).__name__}: give a model with step(ids, state) and "
+                    f"reorder_state(state, index), or a score function context_ids -> (V,) scores")
 
 
 def _as_logits(logits) -> torch.Tensor:
@@ -34,6 +89,21 @@ def _as_logits(logits) -> torch.Tensor:
     if not torch.isfinite(z).any():
         raise ValueError("every next-token score is -inf: the model gives no token any probability")
     return z
+
+
+def _as_batch_logits(logits, rows: int) -> torch.Tensor:
+    """A step's logits (B, V) as float64 on the CPU, checked like _as_logits row by row."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != rows:
+        raise ValueError(f"step must return logits of shape (B, V) = ({rows}, V) for the last position, got "
+                         f"{tuple(getattr(logits, 'shape', ())) or type(logits).__name__}")
+    z = logits.detach().to("cpu", torch.float64)
+    if z.shape[1] == 0:
+        raise ValueError("next-token scores are empty: the vocabulary has no tokens")
+    if torch.isnan(z).any():
+        raise ValueError("next-token scores contain NaN; check the model (e.g. a log of a negative number)")
+    if not torch.isfinite(z).any(1).all():
+        raise ValueError("every next-token score is -inf: the model gives no token any probability")
+    return z                                                                      # (B, V)
 
 
 def softmax_with_temperature(logits, temperature: float = 1.0) -> torch.Tensor:
@@ -63,68 +133,126 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
     return int(torch.multinomial(probs, 1, generator=generator).item())
 
 
-def generate(score_fn: ScoreFn, prompt_ids: Sequence[int], max_new_tokens: int, *, temperature: float = 1.0,
+# -- the one decoding loop --------------------------------------------------------------------------------------
+Hypothesis = tuple[list[int], float]          # (new ids, total log-probability)
+Expand = Callable[[torch.Tensor, list[Hypothesis]], list[tuple[int, int, float]]]
+
+
+def _model_device(model) -> torch.device:
+    if isinstance(model, torch.nn.Module):
+        for p in model.parameters():
+            return p.device
+    return torch.device("cpu")
+
+
+def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, expand: Expand,
+            stop_id: int | None, length_penalty: float, state: Any = None) -> list[Hypothesis]:
+    """Grow up to ``width`` hypotheses from one prompt, all scored in one batch per step; best first.
+
+    ``expand(logits (N, V), live) -> [(row, token, log-prob), ...]`` proposes continuations of the N live
+    hypotheses, in preference order. A continuation ending in ``stop_id`` is finished; the first ``width`` others
+    stay live. The loop ends at ``max_new_tokens``, when nothing is live, or when ``width`` finished hypotheses
+    rank at least as high as the best live one. Ranking divides the log-probability by ``len ** length_penalty``.
+    """
+    stepper = as_stepper(model)
+    device = _model_device(stepper)
+
+    def rank(hyp: Hypothesis) -> float:
+        ids, lp = hyp
+        return lp / (max(len(ids), 1) ** length_penalty)
+
+    module = stepper if isinstance(stepper, torch.nn.Module) else None
+    was_training = module.training if module is not None else False
+    if module is not None:
+        module.eval()
+    try:
+        with torch.no_grad():
+            prompt = torch.tensor([[int(i) for i in prompt_ids]], dtype=torch.long, device=device)   # (1, T)
+            logits, state = stepper.step(prompt, state)
+            live: list[Hypothesis] = [([], 0.0)]
+            finished: list[Hypothesis] = []
+            for t in range(max_new_tokens):
+                z = _as_batch_logits(logits, len(live))                           # (N, V)
+                chosen = expand(z, live)
+                rows, new_live = [], []
+                for row, token, lp in chosen:
+                    ids = live[row][0] + [token]
+                    if stop_id is not None and token == stop_id:
+                        finished.append((ids, lp))
+                    else:
+                        rows.append(row)
+                        new_live.append((ids, lp))
+                    if len(new_live) == width:
+                        break
+                live = new_live
+                if not live or len(finished) >= width and rank(max(finished, key=rank)) >= rank(live[0]):
+                    break
+                if t + 1 == max_new_tokens:
+                    break                                                         # no scores needed after the last
+                index = torch.tensor(rows, dtype=torch.long, device=device)        # (N',) surviving parents
+                tokens = torch.tensor([[ids[-1]] for ids, _ in live], dtype=torch.long, device=device)  # (N', 1)
+                logits, state = stepper.step(tokens, stepper.reorder_state(state, index))
+    finally:
+        if module is not None:
+            module.train(was_training)
+    return sorted(finished + live, key=rank, reverse=True)[:width]
+
+
+def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, stop_id: int | None = None,
-             seed: int | None = None) -> list[int]:
+             seed: int | None = None, state: Any = None) -> list[int]:
     """Extend ``prompt_ids`` one token at a time; stops after ``stop_id`` (kept) or ``max_new_tokens``.
 
-    ``greedy=True`` takes the arg-max each step (the T -> 0 limit of sampling). ``seed`` makes a sampled run
-    repeatable without touching the global random state. Returns only the new ids.
+    ``model`` is a stepper (e.g. a RecurrentLM: each token costs one step) or a score function (re-scores the whole
+    context). ``greedy=True`` takes the arg-max each step (the T -> 0 limit of sampling). ``seed`` makes a sampled
+    run repeatable without touching the global random state. ``state`` is the stepper's state before the prompt
+    (None: the start; a seq2seq decoder's may hold the encoder outputs). Returns only the new ids.
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-    context = [int(i) for i in prompt_ids]
     if not greedy:
         _check_temperature(temperature)
+    if max_new_tokens == 0:
+        return []
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
-    new: list[int] = []
-    for _ in range(max_new_tokens):
-        z = _as_logits(score_fn(context))
-        nxt = int(torch.argmax(z).item()) if greedy else sample_next(z, temperature, top_k, gen)
-        new.append(nxt)
-        context.append(nxt)
-        if stop_id is not None and nxt == stop_id:
-            break
-    return new
+
+    def expand(z: torch.Tensor, live: list[Hypothesis]) -> list[tuple[int, int, float]]:
+        out = []
+        for row, (_, lp) in enumerate(live):
+            nxt = int(torch.argmax(z[row]).item()) if greedy else sample_next(z[row], temperature, top_k, gen)
+            out.append((row, nxt, lp + float(torch.log_softmax(z[row], 0)[nxt])))
+        return out
+
+    (ids, _), = _decode(model, prompt_ids, max_new_tokens, 1, expand, stop_id, 0.0, state)
+    return ids
 
 
-def beam_search(score_fn: ScoreFn, prompt_ids: Sequence[int], beam_size: int, max_new_tokens: int,
-                stop_id: int | None = None, length_penalty: float = 0.0) -> list[tuple[list[int], float]]:
+def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens: int,
+                stop_id: int | None = None, length_penalty: float = 0.0, *,
+                state: Any = None) -> list[tuple[list[int], float]]:
     """Keep the ``beam_size`` best continuations by total log-probability; return them best first.
 
-    Scores are normalised with log_softmax, so logits and log-probs both work. A hypothesis that emits ``stop_id``
-    is finished. Ranking divides the log-probability by ``len ** length_penalty`` (0 = plain sum, which favours
-    short outputs; about 0.6-1.0 counters that). Returns ``(new_ids, logprob)`` pairs.
+    All live hypotheses are scored as one batch (one ``step`` per token); ``reorder_state`` keeps the rows of the
+    survivors. Scores are normalised with log_softmax, so logits and log-probs both work. A hypothesis that emits
+    ``stop_id`` is finished. Ranking divides the log-probability by ``len ** length_penalty`` (0 = plain sum,
+    which favours short outputs; about 0.6-1.0 counters that). Returns ``(new_ids, logprob)`` pairs.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
-    prompt = [int(i) for i in prompt_ids]
 
-    def rank(item):
-        ids, lp = item
-        return lp / (max(len(ids), 1) ** length_penalty)
+    def rank(ids_len: int, lp: float) -> float:
+        return lp / (max(ids_len, 1) ** length_penalty)
 
-    beams: list[tuple[list[int], float]] = [([], 0.0)]
-    finished: list[tuple[list[int], float]] = []
-    for _ in range(max_new_tokens):
-        candidates: list[tuple[list[int], float]] = []
-        for ids, lp in beams:
-            logp = torch.log_softmax(_as_logits(score_fn(prompt + ids)), dim=0)
-            k = min(beam_size, int(torch.isfinite(logp).sum()))
-            top = torch.topk(logp, k)
-            for v, i in zip(top.values.tolist(), top.indices.tolist()):
-                candidates.append((ids + [i], lp + v))
-        candidates.sort(key=rank, reverse=True)
-        beams = []
-        for ids, lp in candidates:
-            if stop_id is not None and ids[-1] == stop_id:
-                finished.append((ids, lp))
-            else:
-                beams.append((ids, lp))
-            if len(beams) == beam_size:
-                break
-        if not beams or len(finished) >= beam_size and rank(max(finished, key=rank)) >= rank(beams[0]):
-            break
-    return sorted(finished + beams, key=rank, reverse=True)[:beam_size]
+    def expand(z: torch.Tensor, live: list[Hypothesis]) -> list[tuple[int, int, float]]:
+        logp = torch.log_softmax(z, dim=1)                                         # (N, V)
+        top = torch.topk(logp, min(beam_size, logp.shape[1]), dim=1)               # (N, k) each
+        candidates = []
+        for row, (values, indices) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+            lp = live[row][1]
+            candidates += [(row, i, lp + v) for v, i in zip(values, indices) if v != -math.inf]
+        n = len(live[0][0]) + 1                                                    # every candidate's length
+        return sorted(candidates, key=lambda c: rank(n, c[2]), reverse=True)
+
+    return _decode(model, prompt_ids, max_new_tokens, beam_size, expand, stop_id, length_penalty, state)
