@@ -355,3 +355,143 @@ def test_trans_de_en_when_installed():
         pytest.skip(str(e))
     assert len(c.train) > 10_000 and len(c.test) > 500
     assert not {p.source for p in c.train} & {p.source for p in c.test}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Seq2Seq
+# ---------------------------------------------------------------------------------------------------------------
+def _s2s(**kw):
+    from seqviz.attention import Seq2Seq, Seq2SeqConfig
+    torch.manual_seed(0)
+    return Seq2Seq(Seq2SeqConfig(12, 9, d_emb=6, d_h=8, **kw))
+
+
+def _pair_batch():
+    src = torch.tensor([[5, 6, 7, 8, 9], [4, 5, 6, 0, 0], [7, 7, 0, 0, 0]])
+    mask = src != 0
+    tgt = torch.tensor([[4, 5, 6, 3], [7, 3, -100, -100], [8, 8, 8, 3]])
+    return src, mask, tgt
+
+
+class _Recorder(torch.nn.Module):
+    """Wraps an embedding and records every id it is asked to embed."""
+
+    def __init__(self, emb):
+        super().__init__()
+        self.emb, self.seen = emb, []
+
+    def forward(self, ids):
+        self.seen.append(ids.clone())
+        return self.emb(ids)
+
+
+@pytest.mark.parametrize("kw", [dict(attention=None), dict(attention="general"),
+                                dict(attention="additive", context="input"), dict(attention="dot", cell="lstm")])
+def test_teacher_forcing_ratio_one_feeds_gold_zero_feeds_predictions(kw):
+    from seqviz.data.batches import shift_right
+    m = _s2s(**kw)
+    src, mask, tgt = _pair_batch()
+    rec = m.tgt_emb = _Recorder(m.tgt_emb)
+    logits, _ = m(src, tgt, mask, teacher_forcing=1.0)
+    gold_in = shift_right(tgt, 2, 0)
+    seen = torch.cat([s.reshape(3, -1) for s in rec.seen], 1)
+    assert torch.equal(seen, gold_in)
+    rec.seen.clear()
+    logits0, _ = m(src, tgt, mask, teacher_forcing=0.0)
+    seen = torch.stack([s.reshape(3) for s in rec.seen], 1)          # (B, T): one step at a time
+    assert torch.equal(seen[:, 0], torch.full((3,), 2))             # <s> first
+    assert torch.equal(seen[:, 1:], logits0[:, :-1].argmax(-1))     # then its own previous predictions
+    assert not torch.equal(seen, gold_in)
+
+
+def test_scheduled_sampling_mixes_gold_and_predictions_seeded():
+    from seqviz.attention import inverse_sigmoid_decay
+    from seqviz.data.batches import shift_right
+    m = _s2s()
+    src, mask, tgt = _pair_batch()
+    rec = m.tgt_emb = _Recorder(m.tgt_emb)
+    logits, _ = m(src, tgt, mask, teacher_forcing=0.5, generator=torch.Generator().manual_seed(1))
+    seen = torch.stack([s.reshape(3) for s in rec.seen], 1)
+    gold, pred = shift_right(tgt, 2, 0), logits[:, :-1].argmax(-1)
+    assert torch.all((seen[:, 1:] == gold[:, 1:]) | (seen[:, 1:] == pred))
+    assert 1 > inverse_sigmoid_decay(0) > inverse_sigmoid_decay(5) > inverse_sigmoid_decay(30) > 0
+
+
+@pytest.mark.parametrize("kw", [dict(attention=None), dict(attention="general"), dict(attention="dot", cell="lstm"),
+                                dict(attention="additive", bidirectional=True, num_layers=2)])
+def test_parallel_teacher_forcing_equals_the_step_loop(kw):
+    m = _s2s(**kw)
+    src, mask, tgt = _pair_batch()
+    logits, loss, w = m(src, tgt, mask, return_attention=True)
+    # the step loop: the incremental decoder fed the gold inputs
+    from seqviz.data.batches import shift_right
+    dec = m.start(src, mask)
+    z, st, steps = None, None, []
+    gold_in = shift_right(tgt, 2, 0)
+    for t in range(tgt.shape[1]):
+        z, st = dec.step(gold_in[:, t:t + 1], st)
+        steps.append(z)
+    assert torch.allclose(torch.stack(steps, 1), logits, atol=1e-5)
+    if kw["attention"] is not None:
+        assert w.shape == (3, 4, 5) and torch.all(w[1, :, 3:] == 0) and torch.all(w[2, :, 2:] == 0)
+        assert torch.allclose(w.sum(-1), torch.ones(3, 4))
+    else:
+        assert w is None
+
+
+def test_loss_ignores_padding():
+    m = _s2s()
+    src, mask, tgt = _pair_batch()
+    logits, loss = m(src, tgt, mask)
+    keep = tgt != -100
+    ref = F.cross_entropy(logits[keep], tgt[keep])
+    assert torch.allclose(loss, ref)
+    # what stands in a padded source position or past </s> changes nothing
+    src2, tgt2 = src.clone(), tgt.clone()
+    src2[~mask] = 11
+    logits2, loss2 = m(src2, tgt, mask)
+    assert torch.allclose(loss2, loss, atol=1e-6)
+
+
+def test_beam_search_over_the_seq2seq_decoder():
+    from seqviz.decode import beam_search, generate
+    m = _s2s(attention="general").eval()
+    src, mask, _ = _pair_batch()
+    greedy = m.greedy(src, mask, max_len=6)
+    for b in range(3):
+        dec = m.start(src[b:b + 1, :int(mask[b].sum())])
+        one = generate(dec.next_token_logits, [2], 6, greedy=True, stop_id=3)
+        assert one == greedy[b]
+        beam1 = beam_search(dec.next_token_logits, [2], 1, 6, stop_id=3)[0][0]
+        assert beam1 == greedy[b]
+
+
+def test_reorder_state_selects_rows():
+    m = _s2s(attention="dot", cell="lstm")
+    src, mask, _ = _pair_batch()
+    dec = m.start(src, mask)
+    ids = torch.tensor([[2], [2], [2]])
+    z, st = dec.step(ids, None)
+    idx = torch.tensor([2, 2, 0])
+    st2 = dec.reorder_state(st, idx)
+    z2, _ = dec.step(torch.tensor([[4], [4], [4]]), st2)
+    z_ref, _ = dec.step(torch.tensor([[4], [4], [4]]), st)
+    assert torch.allclose(z2, z_ref[idx])
+
+
+def test_seq2seq_bad_input():
+    from seqviz.attention import Seq2Seq, Seq2SeqConfig
+    m = _s2s()
+    src, mask, tgt = _pair_batch()
+    with pytest.raises(ValueError, match="empty"):
+        m(src[:, :0], tgt, mask[:, :0])
+    with pytest.raises(ValueError, match="no real token"):
+        m(src, tgt, torch.zeros_like(mask))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        m(src + 20, tgt, mask)
+    with pytest.raises(ValueError, match="teacher_forcing"):
+        m(src, tgt, mask, teacher_forcing=1.5)
+    with pytest.raises(ValueError, match="attention must be one of"):
+        Seq2Seq(Seq2SeqConfig(5, 5, attention="cosine"))
+    with pytest.raises(ValueError, match="needs an attention"):
+        Seq2Seq(Seq2SeqConfig(5, 5, attention=None, context="input"))

@@ -13,7 +13,8 @@ import torch
 from torch import Tensor, nn
 
 __all__ = ["causal_mask", "masked_softmax", "attention", "DotScore", "GeneralScore", "AdditiveScore",
-           "SoftAttention", "SelfAttentionExample", "we_wash_our_cats", "SeedBeamScorer", "beam_steps"]
+           "SoftAttention", "SelfAttentionExample", "we_wash_our_cats", "SeedBeamScorer", "beam_steps",
+           "Seq2SeqConfig", "Seq2Seq", "Seq2SeqState", "Seq2SeqDecoder", "inverse_sigmoid_decay"]
 
 
 def causal_mask(tq: int, tk: int | None = None) -> np.ndarray:
@@ -281,3 +282,290 @@ def beam_steps(scorer, bos: int, beam_size: int, max_steps: int, stop_id: int | 
         if stop_id is not None and all(ids[-1] == stop_id for ids, _ in beam):
             break
     return steps
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Encoder-decoder (seq2seq) with optional attention
+# ----------------------------------------------------------------------------------------------------------------
+_ATTN_KINDS = (None, "dot", "general", "additive")
+
+
+@dataclass
+class Seq2SeqConfig:
+    """An encoder-decoder of GRU or LSTM layers (seqviz.lstm, chapter 4), with or without attention."""
+    src_vocab: int                  # source vocabulary size
+    tgt_vocab: int                  # target vocabulary size (V of the output layer)
+    pad_id: int = 0                 # padding id of both vocabularies (source and decoder input)
+    bos_id: int = 2                 # <s> of the target vocabulary: the decoder's first input
+    eos_id: int = 3                 # </s> of the target vocabulary: generation stops after it
+    d_emb: int = 32                 # embedding width (source and target)
+    d_h: int = 64                   # hidden width of encoder and decoder
+    num_layers: int = 1             # layers of encoder and of decoder
+    cell: str = "gru"               # "gru" or "lstm"
+    attention: str | None = "general"  # None (the final state is all), "dot", "general" or "additive"
+    context: str = "output"         # where c_t enters: "output" (Luong: after the RNN) or "input" (Bahdanau)
+    input_feeding: bool = False     # Luong's input feeding: the decoder also reads h~_{t-1} (sequential training)
+    bidirectional: bool = False     # a bidirectional encoder (directions summed, so widths stay d_h)
+    dropout: float = 0.0            # on embeddings and decoder outputs
+    teacher_forcing: float = 1.0    # probability of feeding the gold previous word (1 = teacher forcing)
+    impl: str = "fused"             # "fused" runs torch.nn.GRU/LSTM on our parameters, "scratch" our cells
+
+    @classmethod
+    def tiny(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
+        """Trains the date task in well under a minute on a laptop CPU."""
+        return cls(src_vocab, tgt_vocab, **{"d_emb": 32, "d_h": 64, **kw})
+
+    @classmethod
+    def full(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
+        """For real translation (trans-de-en), minutes on a GPU."""
+        return cls(src_vocab, tgt_vocab, **{"d_emb": 256, "d_h": 512, "num_layers": 2, "bidirectional": True,
+                                            "dropout": 0.2, **kw})
+
+
+@dataclass
+class Seq2SeqState:
+    """Everything the decoder needs between steps; rows are hypotheses (beams) and reorder together."""
+    dec: object          # decoder RNN state (L, B, d_h) or an LSTM's (h, c)
+    enc: Tensor          # encoder outputs (B, S, d_h)
+    mask: Tensor         # source padding mask (B, S), True = real token
+    feed: Tensor         # the previous attentional output h~_{t-1} (B, d_h) (zeros at the start)
+
+
+def inverse_sigmoid_decay(epoch: int, k: float = 5.0) -> float:
+    """Scheduled sampling's coin weight after ``epoch`` epochs, eps_i = k / (k + exp(i / k)) (Bengio et al., 2015):
+    near 1 (teacher forcing) early, falling towards 0 (the model's own predictions)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1 (eps_0 = k / (k + 1)), got {k}")
+    return k / (k + math.exp(epoch / k))
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder for sequence transduction: encode the source, hand over the final state, decode from <s>.
+
+    ``forward(src (B, S), tgt (B, T), mask=src mask (B, S)) -> (logits (B, T, V), loss)``, where ``tgt`` holds the
+    targets (ending in </s>, IGNORE_INDEX past it: ``PairBatches.y``) and the decoder reads <s> + tgt[:, :-1]
+    (teacher forcing) or, with probability ``1 - teacher_forcing`` per row and step, its own previous prediction
+    (scheduled sampling). With attention, each decoder step looks back at every encoder output (Luong et al., 2015;
+    Bahdanau et al., 2015); ``return_attention=True`` adds the weights (B, T, S).
+    """
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        from seqviz._checks import _check_choice, _check_positive
+        from seqviz.lstm import GRU, LSTM
+        c = self.config = config
+        _check_positive(src_vocab=c.src_vocab, tgt_vocab=c.tgt_vocab, d_emb=c.d_emb, d_h=c.d_h,
+                        num_layers=c.num_layers)
+        _check_choice("cell", c.cell, ("gru", "lstm"))
+        _check_choice("attention", c.attention, _ATTN_KINDS)
+        _check_choice("context", c.context, ("output", "input"))
+        if c.context == "input" and c.attention is None:
+            raise ValueError("context='input' feeds the attention context into the decoder: it needs an attention "
+                             "kind ('dot', 'general' or 'additive')")
+        self._check_rate("teacher_forcing", c.teacher_forcing)
+        self._check_rate("dropout", c.dropout)
+        Layer = GRU if c.cell == "gru" else LSTM
+        self.src_emb = nn.Embedding(c.src_vocab, c.d_emb, padding_idx=c.pad_id)
+        self.tgt_emb = nn.Embedding(c.tgt_vocab, c.d_emb, padding_idx=c.pad_id)
+        self.encoder = Layer(c.d_emb, c.d_h, c.num_layers, bidirectional=c.bidirectional, merge="sum", impl=c.impl)
+        # Bahdanau: the decoder RNN reads [y_{t-1}; c_t]; Luong with input feeding reads [y_{t-1}; h~_{t-1}]
+        d_dec_in = c.d_emb + (c.d_h if self._feeds(c) else 0)
+        self.decoder = Layer(d_dec_in, c.d_h, c.num_layers, impl=c.impl)
+        self.attn = SoftAttention(c.attention, c.d_h, c.d_h) if c.attention is not None else None
+        # h~_t = tanh(W_c [c_t; s_t]) (Luong et al., 2015, eq. 5); without attention h~_t = s_t
+        self.combine = nn.Linear(2 * c.d_h, c.d_h) if c.attention is not None else None
+        self.out = nn.Linear(c.d_h, c.tgt_vocab)
+        self.drop = nn.Dropout(c.dropout)
+
+    @staticmethod
+    def _feeds(c: Seq2SeqConfig) -> bool:
+        """Does the decoder RNN read a vector besides y_{t-1} (Bahdanau's c_t, or Luong's fed h~_{t-1})?"""
+        return c.attention is not None and (c.context == "input" or c.input_feeding)
+
+    @staticmethod
+    def _check_rate(name: str, p) -> float:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+        return float(p)
+
+    # -- encoder -----------------------------------------------------------------------------------------------
+    def encode(self, src: Tensor, mask: Tensor | None = None) -> Seq2SeqState:
+        """Run the encoder once: -> the decoder's start state (final encoder state, outputs, mask)."""
+        from seqviz._checks import _check_ids, _check_mask
+        _check_ids(src, self.config.src_vocab, "src")
+        B, S = src.shape
+        if mask is None:
+            mask = torch.ones(B, S, dtype=torch.bool, device=src.device)
+        _check_mask(mask, (B, S))
+        enc, state = self.encoder(self.drop(self.src_emb(src)), None, mask)   # (B, S, d_h), (L*K, B, d_h)
+        L, K = self.config.num_layers, self.encoder.num_directions
+        if K == 2:   # sum the two directions' final states: (L*2, B, d_h) -> (L, 2, B, d_h) -> (L, B, d_h)
+            state = _map(lambda s: s.reshape(L, 2, B, -1).sum(1), state)
+        feed = enc.new_zeros(B, self.config.d_h)                                   # (B, d_h)
+        return Seq2SeqState(state, enc, mask, feed)
+
+    # -- one decoder step --------------------------------------------------------------------------------------
+    def _step(self, y_prev: Tensor, st: Seq2SeqState) -> tuple[Tensor, Seq2SeqState, Tensor | None]:
+        """y_prev (B,) -> logits (B, V), next state, attention weights (B, S) or None."""
+        c = self.config
+        e = self.drop(self.tgt_emb(y_prev))                                        # (B, d_emb)
+        w = None
+        if not self._feeds(c):
+            inp = e
+        elif c.context == "input":
+            # Bahdanau: c_t from the previous decoder state s_{t-1}, fed into the RNN with y_{t-1}
+            s_prev = _h_top(st.dec)                                                # (B, d_h)
+            ctx, w = self.attn(s_prev[:, None, :], st.enc, mask=st.mask[:, None, :])   # (B, 1, d_h), (B, 1, S)
+            inp = torch.cat([e, ctx[:, 0]], -1)                                    # (B, d_emb + d_h)
+        else:
+            inp = torch.cat([e, st.feed], -1)                                      # input feeding: [y; h~_{t-1}]
+        out, dec = self.decoder(inp[:, None, :], st.dec)                           # (B, 1, d_h)
+        s_t = out[:, 0]                                                            # (B, d_h)
+        if self.attn is None:
+            h = s_t
+        else:
+            if c.context == "output":
+                # Luong: c_t from the current state s_t
+                ctx, w = self.attn(s_t[:, None, :], st.enc, mask=st.mask[:, None, :])  # (B, 1, d_h), (B, 1, S)
+            # h~_t = tanh(W_c [c_t; s_t])
+            h = torch.tanh(self.combine(torch.cat([ctx[:, 0], s_t], -1)))          # (B, d_h)
+        logits = self.out(self.drop(h))                                            # (B, V)
+        return logits, Seq2SeqState(dec, st.enc, st.mask, h), (None if w is None else w[:, 0])
+
+    # -- training ------------------------------------------------------------------------------------------------
+    def forward(self, src: Tensor, tgt: Tensor, mask: Tensor | None = None, *, teacher_forcing: float | None = None,
+                return_attention: bool = False, generator: torch.Generator | None = None):
+        """-> (logits (B, T, V), loss) or, with ``return_attention``, (logits, loss, weights (B, T, S))."""
+        import torch.nn.functional as F
+
+        from seqviz._checks import IGNORE_INDEX, _check_targets
+        from seqviz.data.batches import shift_right
+        c = self.config
+        ratio = self._check_rate("teacher_forcing", c.teacher_forcing if teacher_forcing is None
+                                 else teacher_forcing)
+        st = self.encode(src, mask)
+        if not isinstance(tgt, Tensor) or tgt.dim() != 2 or tgt.shape[0] != src.shape[0] or tgt.shape[1] == 0:
+            raise ValueError(f"tgt must be target ids (B, T) with B = {src.shape[0]} and T >= 1, got "
+                             f"{tuple(getattr(tgt, 'shape', ())) or type(tgt).__name__}")
+        _check_targets(tgt, tuple(tgt.shape), c.tgt_vocab)
+        gold_in = shift_right(tgt, c.bos_id, c.pad_id)                              # (B, T): <s> y_1 .. y_{T-1}
+        B, T = tgt.shape
+        if ratio == 1.0 and not self._feeds(c):
+            return self._forward_parallel(gold_in, tgt, st, return_attention)
+        logits, weights = [], []
+        y_prev = gold_in[:, 0]
+        for t in range(T):
+            if t > 0 and ratio < 1.0:
+                # the seed's weighted coin toss, one per row: gold with probability `ratio`, else own prediction
+                coin = torch.rand(B, generator=generator, device=src.device) < ratio   # (B,)
+                y_prev = torch.where(coin, gold_in[:, t], logits[-1].argmax(-1))
+            elif t > 0:
+                y_prev = gold_in[:, t]
+            z, st, w = self._step(y_prev, st)
+            logits.append(z)
+            weights.append(w)
+        logits_t = torch.stack(logits, 1)                                           # (B, T, V)
+        # the loss skips IGNORE_INDEX: padding past </s> is never scored
+        loss = F.cross_entropy(logits_t.reshape(B * T, -1), tgt.reshape(B * T), ignore_index=IGNORE_INDEX)
+        if return_attention:
+            w = torch.stack(weights, 1) if self.attn is not None else None         # (B, T, S)
+            return logits_t, loss, w
+        return logits_t, loss
+
+    def _forward_parallel(self, gold_in: Tensor, tgt: Tensor, st: Seq2SeqState, return_attention: bool):
+        """Teacher forcing with nothing fed back: the decoder RNN and the attention run over all T at once (the
+        same numbers as the step loop, tested)."""
+        import torch.nn.functional as F
+
+        from seqviz._checks import IGNORE_INDEX
+        B, T = tgt.shape
+        s, _ = self.decoder(self.drop(self.tgt_emb(gold_in)), st.dec)             # (B, T, d_h)
+        w = None
+        if self.attn is not None:
+            ctx, w = self.attn(s, st.enc, mask=st.mask[:, None, :])               # (B, T, d_h), (B, T, S)
+            # h~_t = tanh(W_c [c_t; s_t]) for every t
+            s = torch.tanh(self.combine(torch.cat([ctx, s], -1)))                 # (B, T, d_h)
+        logits = self.out(self.drop(s))                                           # (B, T, V)
+        loss = F.cross_entropy(logits.reshape(B * T, -1), tgt.reshape(B * T), ignore_index=IGNORE_INDEX)
+        return (logits, loss, w) if return_attention else (logits, loss)
+
+    # -- decoding ------------------------------------------------------------------------------------------------
+    def start(self, src: Tensor, mask: Tensor | None = None) -> "Seq2SeqDecoder":
+        """Encode once and return an incremental decoder (``step`` / ``reorder_state``) for ``seqviz.decode``."""
+        return Seq2SeqDecoder(self, self.encode(src, mask))
+
+    @torch.no_grad()
+    def greedy(self, src: Tensor, mask: Tensor | None = None, max_len: int = 50, return_attention: bool = False):
+        """Batched greedy decoding: -> list of id lists (without <s>, with </s> when reached), and optionally the
+        attention weights (B, T_out, S) of each step."""
+        was = self.training
+        self.eval()
+        st = self.encode(src, mask)
+        B = src.shape[0]
+        y = torch.full((B,), self.config.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out, ws = [], []
+        for _ in range(max_len):
+            z, st, w = self._step(y, st)
+            y = z.argmax(-1)
+            out.append(y)
+            ws.append(w)
+            done |= y == self.config.eos_id
+            if bool(done.all()):
+                break
+        self.train(was)
+        ids = torch.stack(out, 1).tolist()                                          # (B, T_out)
+        seqs = [row[:row.index(self.config.eos_id) + 1] if self.config.eos_id in row else row for row in ids]
+        if return_attention:
+            return seqs, (torch.stack(ws, 1) if self.attn is not None else None)
+        return seqs
+
+
+class Seq2SeqDecoder:
+    """The incremental-decoding contract of ``seqviz.decode`` for one encoded batch of sources.
+
+    ``step(ids (B, t_new), state | None) -> (logits (B, V) of the last position, state)``: with ``state=None`` the
+    rows start from the encoded sources (row b of the ids reads source ``b % n_sources``, so a beam of k
+    hypotheses for one source is k rows). ``reorder_state(state, index)`` selects or duplicates rows.
+    ``next_token_logits(context)`` serves the older score-function decoders (one source).
+    """
+
+    def __init__(self, model: Seq2Seq, encoded: Seq2SeqState):
+        self.model, self.encoded = model, encoded
+
+    def _initial(self, B: int) -> Seq2SeqState:
+        n = self.encoded.enc.shape[0]
+        rows = torch.arange(B, device=self.encoded.enc.device) % n                 # (B,)
+        return self.reorder_state(self.encoded, rows)
+
+    @torch.no_grad()
+    def step(self, ids: Tensor, state: Seq2SeqState | None = None) -> tuple[Tensor, Seq2SeqState]:
+        ids = torch.as_tensor(ids, dtype=torch.long)
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(f"ids must have shape (B, t_new) with t_new >= 1, got {tuple(ids.shape)}")
+        st = self._initial(ids.shape[0]) if state is None else state
+        z = None
+        for t in range(ids.shape[1]):
+            z, st, _ = self.model._step(ids[:, t], st)
+        return z, st
+
+    @staticmethod
+    def reorder_state(state: Seq2SeqState, index: Tensor) -> Seq2SeqState:
+        index = torch.as_tensor(index, dtype=torch.long)
+        return Seq2SeqState(_map(lambda s: s.index_select(1, index), state.dec), state.enc.index_select(0, index),
+                            state.mask.index_select(0, index), state.feed.index_select(0, index))
+
+    def next_token_logits(self, context_ids) -> Tensor:
+        """Logits (V,) after ``context_ids`` (starting with <s>) for the first source of the batch."""
+        ids = torch.as_tensor([list(context_ids)], dtype=torch.long)                # (1, t)
+        z, _ = self.step(ids, None)
+        return z[0]
+
+
+def _map(fn, state):
+    return fn(state) if isinstance(state, Tensor) else tuple(fn(s) for s in state)
+
+
+def _h_top(state) -> Tensor:
+    """The top layer's h of a decoder state (L, B, d_h) or (h, c): (B, d_h)."""
+    return (state if isinstance(state, Tensor) else state[0])[-1]
