@@ -1,0 +1,272 @@
+"""The widgets in a real JupyterLab with a live kernel: the test starts ``jupyter lab`` from this environment on
+127.0.0.1 (free port, no token, no browser, a temporary root holding one notebook with each seqviz widget), drives it
+with Playwright + Debian's chromium, and kills it afterwards.
+
+It checks what the built-book tests cannot: each widget renders from a kernel, a trait set from Python (a later cell)
+updates the view, and a control moved in the view updates the trait as Python reads it (a cell that prints it).
+No request may leave loopback: the browser blocks and records any, and the server runs with news, update checks and
+announcements off.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from svbrowser import is_loopback
+
+ROOT = Path(__file__).resolve().parents[2]
+JUPYTER = Path(sys.executable).with_name("jupyter")
+START_TIMEOUT = 60  # s for the server to answer /api/status
+CELL_TIMEOUT = 60_000  # ms for a cell (the first imports torch)
+
+SETUP = """\
+import json
+import numpy as np
+from seqviz.widgets import AttentionHeatmap, LSTMGates, NextTokenDistribution, PositionalMatrix
+
+rng = np.random.default_rng(0)
+T = 6
+tokens = ["the", "cat", "sat", "on", "the", "mat"]
+scores = rng.normal(size=(2, 3, T, T))  # (L, H, T_q, T_k)
+scores[..., np.triu(np.ones((T, T), dtype=bool), 1)] = -np.inf  # causal: no weight on later keys
+weights = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+gates = {n: rng.uniform(0, 1, size=(T, 5)) for n in "fio"}  # (T, units)
+gates["g"] = rng.uniform(-1, 1, size=(T, 5))
+gates["c"] = rng.normal(size=(T, 5))
+gates["h"] = np.tanh(gates["c"]) * gates["o"]
+vocab = [f"w{i}" for i in range(30)]
+"""
+CELLS = [
+    SETUP,
+    'att = AttentionHeatmap(weights, tokens, mask="causal")\natt',
+    "lstm = LSTMGates(gates, tokens)\nlstm",
+    "pos = PositionalMatrix(d_model=64, max_len=50)\npos",
+    "nxt = NextTokenDistribution(rng.normal(size=30), vocab, temperature=1.0)\nnxt",
+    # 5: traits set from Python
+    "att.head = 2\nlstm.step = 4\npos.d_model = 32\nnxt.temperature = 0.5",
+    # 6: traits read back in Python
+    'print(json.dumps({"layer": att.layer, "head": att.head, "gate": lstm.gate, "step": lstm.step,\n'
+    '                  "d_model": pos.d_model, "max_len": pos.max_len, "temperature": nxt.temperature}))',
+]
+ROOTS = {"att": ".sv-att", "lstm": ".sv-lstm", "pos": ".sv-pos", "nxt": ".sv-next"}
+DRAWN = {"att": "canvas.sv-heat", "lstm": "canvas.sv-heat", "pos": "canvas.sv-enc", "nxt": ".sv-bar-label"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook() -> dict:
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                       "source": src} for i, src in enumerate(CELLS)]}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """Base URL of a JupyterLab server started for this module; killed (with its kernels) at teardown."""
+    if not JUPYTER.is_file():
+        pytest.fail(f"{JUPYTER} is missing: run `make setup` (jupyterlab is a dev dependency)", pytrace=False)
+    tmp = tmp_path_factory.mktemp("lab")
+    work, cfg = tmp / "work", tmp / "config"
+    work.mkdir()
+    (work / "widgets.ipynb").write_text(json.dumps(_notebook()))
+    settings = cfg / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(cfg), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+           "JUPYTER_DATA_DIR": str(tmp / "data"), "IPYTHONDIR": str(tmp / "ipython"), "OMP_NUM_THREADS": "1",
+           "PATH": f"{JUPYTER.parent}{os.pathsep}{os.environ.get('PATH', '')}", "JUPYTER_PLATFORM_DIRS": "1"}
+    log = open(tmp / "server.log", "w+")
+    cmd = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+           "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={work}",
+           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={cfg / 'lab-settings'}",
+           f"--LabApp.workspaces_dir={cfg / 'workspaces'}", "--ServerApp.terminals_enabled=False",
+           "--LabApp.extension_manager=readonly", "--allow-root"]  # readonly: no PyPI search; root: CI containers
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+
+    def server_log() -> str:
+        log.flush()
+        log.seek(0)
+        return log.read()[-3000:]
+
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode} before answering:\n{server_log()}",
+                            pytrace=False)
+            try:
+                with urllib.request.urlopen(f"{base}/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer on {base} within {START_TIMEOUT} s:\n{server_log()}",
+                            pytrace=False)
+            time.sleep(0.3)
+        yield base, server_log
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def notebook(lab, browser):
+    """The widgets notebook open in JupyterLab with its kernel idle: (page, external requests, errors)."""
+    base, server_log = lab
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    external, errors = [], []
+
+    def route(r):
+        if is_loopback(r.request.url):
+            r.continue_()
+        else:
+            external.append(r.request.url)
+            r.abort()
+
+    ctx.route("**/*", route)
+    page = ctx.new_page()
+    page.on("websocket", lambda ws: None if is_loopback(ws.url) else external.append(ws.url))
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
+            if m.type == "error" and any(w in m.text.lower() for w in ("widget", "anywidget", "seqviz", "model"))
+            else None)
+    page.set_default_timeout(CELL_TIMEOUT)
+    try:
+        page.goto(f"{base}/lab/tree/widgets.ipynb", wait_until="domcontentloaded")
+        page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
+                               " && jupyterapp.shell.currentWidget.content"
+                               " && jupyterapp.shell.currentWidget.content.widgets.length === %d" % len(CELLS))
+        page.wait_for_function(KERNEL_IDLE)
+    except Exception as e:  # noqa: BLE001 - say what the server said
+        ctx.close()
+        pytest.fail(f"JupyterLab did not open the notebook with an idle kernel ({e}).\nserver log:\n{server_log()}",
+                    pytrace=False)
+    yield page, external, errors
+    ctx.close()
+
+
+KERNEL_IDLE = """() => {
+  const s = jupyterapp.shell.currentWidget.sessionContext;
+  return !!(s && s.session && s.session.kernel && s.session.kernel.status === 'idle');
+}"""
+
+RUN_CELL = """async (i) => {
+  const panel = jupyterapp.shell.currentWidget;
+  panel.content.activeCellIndex = i;
+  panel.content.deselectAll();
+  await jupyterapp.commands.execute('notebook:run-cell');
+  const cell = panel.content.widgets[i];
+  return { count: cell.model.executionCount, outputs: cell.model.outputs.toJSON() };
+}"""
+
+
+def run_cell(page, i: int) -> list[dict]:
+    """Run cell i in the live kernel, wait for the kernel to be idle again, return the cell's outputs."""
+    res = page.evaluate(RUN_CELL, i)
+    page.wait_for_function(KERNEL_IDLE)
+    res = page.evaluate("(i) => { const c = jupyterapp.shell.currentWidget.content.widgets[i];"
+                        " return {count: c.model.executionCount, outputs: c.model.outputs.toJSON()}; }", i)
+    errs = [o for o in res["outputs"] if o.get("output_type") == "error"]
+    assert res["count"] is not None, f"cell {i} did not run"
+    assert not errs, f"cell {i} raised {errs[0]['ename']}: {errs[0]['evalue']}\n{CELLS[i]}"
+    return res["outputs"]
+
+
+def attr(page, key: str, name: str) -> str | None:
+    return page.locator(f".jp-OutputArea {ROOTS[key]}").first.get_attribute(name)
+
+
+def read_back(page) -> dict:
+    out = run_cell(page, 6)
+    text = "".join(o.get("text", "") for o in out if o.get("output_type") == "stream")
+    assert text.strip(), f"the read-back cell printed nothing: {out}"
+    return json.loads(text)
+
+
+def test_widgets_live_in_jupyterlab(notebook):
+    page, external, errors = notebook
+    t0 = time.monotonic()
+    for i in range(5):
+        run_cell(page, i)
+    # each widget renders from the kernel: its root, its canvases, its data attributes
+    for key, sel in ROOTS.items():
+        root = page.locator(f".jp-OutputArea {sel}")
+        try:
+            root.first.wait_for(state="visible", timeout=20_000)
+        except Exception:  # noqa: BLE001
+            pytest.fail(f"{key} ({sel}) did not render in JupyterLab; errors: {errors}", pytrace=False)
+        assert root.count() == 1, f"{key}: expected one view, found {root.count()}"
+        assert root.first.locator(DRAWN[key]).count() >= 1, f"{key} drew nothing ({DRAWN[key]} missing)"
+    assert attr(page, "att", "data-shape") == "2x3x6x6" and attr(page, "att", "data-head") == "0"
+    assert attr(page, "lstm", "data-step") == "0"
+    assert attr(page, "pos", "data-d-model") == "64"
+
+    # Python -> view: a later cell sets traits; the views follow
+    heat = page.locator(".jp-OutputArea .sv-att canvas.sv-heat").first
+    before = heat.evaluate("c => c.toDataURL()")
+    run_cell(page, 5)
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea .sv-att').dataset.head === '2'",
+                           timeout=10_000)
+    assert heat.evaluate("c => c.toDataURL()") != before, "the heatmap did not redraw for head 2"
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea .sv-lstm').dataset.step === '4'",
+                           timeout=10_000)
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea .sv-pos').dataset.dModel === '32'",
+                           timeout=10_000)
+    assert abs(float(attr(page, "nxt", "data-temperature")) - 0.5) < 1e-9
+    assert read_back(page) == {"layer": 0, "head": 2, "gate": "f", "step": 4, "d_model": 32, "max_len": 50,
+                               "temperature": 0.5}
+
+    # view -> Python: move a control of each widget, then read the traits in the kernel
+    att = page.locator(".jp-OutputArea .sv-att").first
+    att.locator("select.sv-layer").select_option("1")
+    att.locator("select.sv-head").select_option("1")
+    lstm = page.locator(".jp-OutputArea .sv-lstm").first
+    lstm.locator("select.sv-gate").select_option("c")
+    lstm.locator("input.sv-step").fill("2")
+    pos = page.locator(".jp-OutputArea .sv-pos").first
+    pos.locator("input.sv-max-len").fill("80")
+    nxt = page.locator(".jp-OutputArea .sv-next").first
+    nxt.locator("input.sv-temperature").fill("0.2")
+    shown_t = float(nxt.get_attribute("data-temperature"))
+    assert shown_t != 0.5, "the temperature slider did not change the view"
+    assert (att.get_attribute("data-layer"), att.get_attribute("data-head")) == ("1", "1")
+    assert (lstm.get_attribute("data-gate"), lstm.get_attribute("data-step")) == ("c", "2")
+    assert pos.get_attribute("data-max-len") == "80"
+    got = None
+    for _ in range(20):  # the kernel receives the comm messages asynchronously
+        got = read_back(page)
+        if got["max_len"] == 80 and got["temperature"] != 0.5:
+            break
+        page.wait_for_timeout(250)
+    assert got["layer"] == 1 and got["head"] == 1, f"attention layer/head not seen in Python: {got}"
+    assert got["gate"] == "c" and got["step"] == 2, f"LSTM gate/step not seen in Python: {got}"
+    assert got["d_model"] == 32 and got["max_len"] == 80, f"positional sliders not seen in Python: {got}"
+    assert abs(got["temperature"] - shown_t) < 1e-9, f"temperature: view {shown_t}, Python {got['temperature']}"
+
+    assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
+    assert not external, f"requests left loopback: {external}"
+    assert time.monotonic() - t0 < 120, "the live-kernel round trips took over two minutes"
