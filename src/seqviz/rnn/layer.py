@@ -156,16 +156,17 @@ class RecurrentLayer(nn.Module):
         return map_state(lambda *s: torch.stack(s, 0), *per_cell)                 # (L*K, B, d_h) each
 
     def _check_state(self, state0: State, B: int) -> None:
-        want = self.init_state(B, device="meta")
+        """A given initial state has the structure of init_state's (a Tensor, or a tuple of n) and its shapes."""
+        probe = self.cells[0].init_state(1, device="meta")                        # structure only, no memory
         LK = self.num_layers * self.num_directions
-        expected = f"(L*K, B, d_h) = ({LK}, {B}, {self.d_h})"
-        if isinstance(want, Tensor):
-            got_ok = isinstance(state0, Tensor) and tuple(state0.shape) == tuple(want.shape)
-            got = tuple(getattr(state0, "shape", ())) if isinstance(state0, Tensor) else type(state0).__name__
+        shape, expected = (LK, B, self.d_h), f"(L*K, B, d_h) = ({LK}, {B}, {self.d_h})"
+        if isinstance(probe, Tensor):
+            got_ok = isinstance(state0, Tensor) and tuple(state0.shape) == shape
+            got = tuple(state0.shape) if isinstance(state0, Tensor) else type(state0).__name__
         else:
-            got_ok = (isinstance(state0, tuple) and len(state0) == len(want) and
-                      all(isinstance(s, Tensor) and s.shape == w.shape for s, w in zip(state0, want)))
-            expected = f"a tuple of {len(want)} tensors, each {expected}"
+            got_ok = (isinstance(state0, tuple) and len(state0) == len(probe) and
+                      all(isinstance(s, Tensor) and tuple(s.shape) == shape for s in state0))
+            expected = f"a tuple of {len(probe)} tensors, each {expected}"
             got = (tuple(tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__ for s in state0)
                    if isinstance(state0, (tuple, list)) else tuple(getattr(state0, "shape", ())))
         if not got_ok:
