@@ -5,7 +5,8 @@
     .venv/bin/python bench/bench_rnn.py --presets full    # only the `full` preset (no throughput, no n-gram)
     .venv/bin/python bench/bench_rnn.py --quick           # throughput only, ~1 min
 
-Times are for one thread of a 2-core machine shared with other work; two free cores are faster.
+Times are for one thread of a 2-core machine shared with other work; two free cores are faster. Figures go to
+bench/results/rnn.json, merged with its last contents (a run of one part keeps the other parts).
 
 1. Training throughput (tokens/s) of one RNNLM run two ways, side by side on the same batches: impl="scratch"
    (the ElmanCell loop the chapter explains) and impl="fused" (torch.nn.RNN running on the same parameters, what the
@@ -21,6 +22,7 @@ import argparse
 import time
 
 import torch
+from _results import read_results, write_results
 
 import seqviz
 from seqviz.data import Batch, Vocab, lm_batches, load_corpus, sentence_stream
@@ -111,9 +113,13 @@ def main() -> None:
     only = args.presets.split(",") if args.presets else None
     if only and not set(only) <= set(PRESETS):
         ap.error(f"--presets must name presets from {sorted(PRESETS)}, got {args.presets!r}")
+    # figures merge into bench/results/rnn.json, so a run of one part keeps the other parts' last figures
+    figures = {k: v for k, v in (read_results("rnn") or {}).items() if k != "machine"}
+    figures["published"] = {name: ppl for name, ppl in PUBLISHED}
     if not only:
-        print_throughput(args.steps)
+        figures["throughput"] = print_throughput(args.steps)
     if args.quick:
+        write_results("rnn", figures)
         return
     ptb = load_corpus("ptb")
     vocab = Vocab.build(ptb.sentences("train"))
@@ -132,20 +138,28 @@ def main() -> None:
                      + "/".join(f"{lr:.1e}" for lr in r["lr_per_epoch"]) + f", {r['params']:,} params, "
                      f"{r['seconds'] / 60:.1f} min at {r['tokens_per_s']:,.0f} tok/s; valid PP "
                      + " ".join(f"{v:.1f}" for v in r["valid_ppl"]) + f"; {r['test_targets']:,} test targets"))
+    by_name = {r["name"]: r for r in figures.get("rows", [])}
+    by_name.update({name: {"name": name, "test": ppl, "note": note} for name, ppl, note in rows})
+    figures["rows"] = list(by_name.values())
     for name, ppl in PUBLISHED:
         rows.append((name, ppl, "published"))
     for name, ppl, note in rows:
         print(f"   {name:<50} {ppl:>7.1f}   {note}")
+    write_results("rnn", figures)
 
 
-def print_throughput(steps: int) -> None:
+def print_throughput(steps: int) -> list[dict]:
     print("1. Training throughput, RNNLM (tied, 1 layer), batch 32 x 35 tokens, AdamW")
     print(f"   {'vocabulary':>10} {'d':>5} {'scratch tok/s':>14} {'fused tok/s':>12} {'scratch/fused time':>19}")
+    out = []
     for V, d in ((10_000, 128), (2_004, 128), (2_004, 32)):
         r = throughput(V, d, steps)
+        out.append({"vocab_size": V, "d": d, "scratch_tok_s": r["scratch"], "fused_tok_s": r["fused"],
+                    "scratch_over_fused_time": r["fused"] / r["scratch"]})
         print(f"   {V:>10,} {d:>5} {r['scratch']:>14,.0f} {r['fused']:>12,.0f} {r['fused'] / r['scratch']:>18.2f}x")
     print("   The notebook and the presets train with impl='fused' (the default), so the trained path is the fused "
           "one:\n   1.00x by construction; the scratch loop is proven equal in tests/test_rnn.py.\n")
+    return out
 
 
 if __name__ == "__main__":
