@@ -237,6 +237,14 @@ def test_scratch_kn_equals_fast_on_random_corpora(lm_ctx):
     assert p[lm.vocab.bos_id] == 0 and p[lm.vocab.pad_id] == 0
 
 
+@settings(max_examples=30, deadline=None)
+@given(corpora, corpora, st.integers(1, 4))
+def test_scratch_kn_scores_sentences_like_the_fast_one(train, test, n):
+    fast, scratch = NGramLM(n=n).fit(train), ScratchKN(n=n).fit(train)
+    np.testing.assert_allclose(scratch.logprobs(test + [["zz", "a"]]), fast.logprobs(test + [["zz", "a"]]),
+                               rtol=1e-12, atol=0)
+
+
 def test_scratch_kn_generates_like_the_fast_one_and_keeps_the_vocabulary():
     vocab = Vocab.build(SAM, min_freq=2)  # a closed vocabulary: the rarer words are <unk>
     fast, scratch = NGramLM(n=3).fit(SAM, vocab=vocab), ScratchKN(n=3).fit(SAM, vocab=vocab)

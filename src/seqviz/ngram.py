@@ -287,7 +287,8 @@ class ScratchKN(_NGramBase):
     ``distribution`` / ``next_token_logits`` / ``generate``. It is a class of its own rather than an ``impl=``
     switch because it shares no tables with the fast model: it counts for itself, in tuples of tokens, where
     ``NGramLM`` ranks n-grams into integer ids to score a whole corpus at once. Use it to read the estimator (and
-    check the fast one); a next-word distribution costs V * n dict look-ups, too slow for PTB perplexity.
+    check the fast one): a next-word distribution costs V * n dict look-ups, and PTB takes it several times as long
+    (``bench/bench_ngram.py``).
 
     >>> ScratchKN(n=3).fit(sentences).prob("cat", ["the"])   # == NGramLM(n=3).fit(sentences).prob("cat", ["the"])
     """
@@ -339,6 +340,17 @@ class ScratchKN(_NGramBase):
         k = self.cp[h + (w,)]  # c'(h w), 0 if never seen
         # (1.6) Chen & Goodman (1998): P_KN(w | h) = max(c'(h w) - D(c'), 0) / sum_v c'(h v) + gamma(h) P_KN(w | h')
         return max(k - self.discount(len(h) + 1, k), 0.0) / self.total[h] + self.gamma[h] * lower
+
+    def logprobs(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """log P_KN(w_i | w_{i-n+1:i-1}) for every prediction (each word, then one </s>), as NGramLM.logprobs; (N,)."""
+        self._check_fitted()
+        n, bos, eos = self.n, self.vocab.itos[self.vocab.bos_id], self.vocab.itos[self.vocab.eos_id]
+        p = []
+        for s in _check_sentences(sentences, "evaluation text"):
+            padded = [bos] * (n - 1) + self.vocab.decode(self._encode_text(s)) + [eos]
+            p += [self.p_kn(padded[i], tuple(padded[i - n + 1:i])) for i in range(n - 1, len(padded))]
+        with np.errstate(divide="ignore"):
+            return np.log(np.array(p))
 
     def _log_distribution(self, h: np.ndarray) -> np.ndarray:
         """log P_KN(w | h) for every w in the vocabulary, (V,); h is a padded history of n-1 ids."""
