@@ -495,3 +495,20 @@ def test_seq2seq_bad_input():
         Seq2Seq(Seq2SeqConfig(5, 5, attention="cosine"))
     with pytest.raises(ValueError, match="needs an attention"):
         Seq2Seq(Seq2SeqConfig(5, 5, attention=None, context="input"))
+
+
+def test_date_pairs_and_exact_match():
+    from seqviz.attention import Seq2Seq, date_pairs, exact_match
+    task = date_pairs(200, 20, 30, batch_size=16)
+    assert len(task.test_src) == 30 and all(t[-1] == task.tgt_vocab.eos_id for t in task.test_tgt)
+    assert "".join(task.tgt_vocab.itos[i] for i in task.test_tgt[0][:-1]) == task.test_text[0][1]
+    b = next(iter(task.train))
+    assert b.x.shape[0] == 16 and b.mask is not None and b.y.shape[0] == 16
+    m = Seq2Seq(task.config(d_h=8, d_emb=4))
+    ok = exact_match(m, task.test_src, task.test_tgt, task.src_vocab.pad_id)
+    assert ok.shape == (30,) and ok.dtype == torch.bool and not ok.any()   # untrained: nothing right
+    # a "model" that returns the gold answers scores 1
+    class Oracle:
+        def greedy(self, x, mask, max_len):
+            return [task.test_tgt[i] for i in range(len(x))]
+    assert exact_match(Oracle(), task.test_src, task.test_tgt, 0, batch_size=100).all()

@@ -14,7 +14,8 @@ from torch import Tensor, nn
 
 __all__ = ["causal_mask", "masked_softmax", "attention", "DotScore", "GeneralScore", "AdditiveScore",
            "SoftAttention", "SelfAttentionExample", "we_wash_our_cats", "SeedBeamScorer", "beam_steps",
-           "Seq2SeqConfig", "Seq2Seq", "Seq2SeqState", "Seq2SeqDecoder", "inverse_sigmoid_decay"]
+           "Seq2SeqConfig", "Seq2Seq", "Seq2SeqState", "Seq2SeqDecoder", "inverse_sigmoid_decay",
+           "PairTask", "pair_task", "date_pairs", "exact_match"]
 
 
 def causal_mask(tq: int, tk: int | None = None) -> np.ndarray:
@@ -569,3 +570,74 @@ def _map(fn, state):
 def _h_top(state) -> Tensor:
     """The top layer's h of a decoder state (L, B, d_h) or (h, c): (B, d_h)."""
     return (state if isinstance(state, Tensor) else state[0])[-1]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Chapter helpers: a pair task ready to train, exact match
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class PairTask:
+    """A transduction task ready to train: vocabularies, training/validation batches, held-out pairs as ids.
+
+    Targets end in </s> (the decoder must learn to stop); sources carry no markers.
+    """
+    src_vocab: object                 # seqviz.data.Vocab of the source tokens
+    tgt_vocab: object                 # seqviz.data.Vocab of the target tokens
+    train: object                     # PairBatches (shuffled, bucketed by source length)
+    valid: object                     # PairBatches
+    test_src: list[list[int]]         # held-out source ids
+    test_tgt: list[list[int]]         # held-out target ids, each ending with </s>
+    test_text: list[tuple[str, str]]  # the held-out pairs as text
+
+    def config(self, preset: str = "tiny", **kw) -> Seq2SeqConfig:
+        """A Seq2SeqConfig sized for these vocabularies with their special ids."""
+        from seqviz._checks import _check_choice
+        _check_choice("preset", preset, ("tiny", "full"))
+        ids = dict(pad_id=self.src_vocab.pad_id, bos_id=self.tgt_vocab.bos_id, eos_id=self.tgt_vocab.eos_id)
+        if self.src_vocab.pad_id != self.tgt_vocab.pad_id:
+            raise ValueError("source and target vocabularies must share the padding id")
+        return getattr(Seq2SeqConfig, preset)(len(self.src_vocab), len(self.tgt_vocab), **{**ids, **kw})
+
+
+def pair_task(train: list[tuple[list[str], list[str]]], valid, test, batch_size: int = 64, *, seed: int = 0,
+              min_freq: int = 1, test_text=None) -> PairTask:
+    """Vocabularies from the training pairs (lists of tokens) and batches of ids for each split."""
+    from seqviz.data import PairBatches, Vocab
+    if not train:
+        raise ValueError("no training pairs")
+    sv = Vocab.build([s for s, _ in train], min_freq=min_freq)
+    tv = Vocab.build([t for _, t in train], min_freq=min_freq)
+
+    def ids(pairs):
+        return ([sv.encode(list(s)) for s, _ in pairs], [tv.encode(list(t)) + [tv.eos_id] for _, t in pairs])
+
+    tr = PairBatches(*ids(train), batch_size, sv.pad_id, shuffle=True, seed=seed, bucket=True)
+    va = PairBatches(*ids(valid), 4 * batch_size, sv.pad_id)
+    ts, tt = ids(test)
+    text = test_text if test_text is not None else [("".join(s), "".join(t)) for s, t in test]
+    return PairTask(sv, tv, tr, va, ts, tt, list(text))
+
+
+def date_pairs(n_train: int = 6000, n_valid: int = 300, n_test: int = 500, batch_size: int = 64, *,
+               seed: int = 0, forms=None) -> PairTask:
+    """The date-normalisation task (``seqviz.data.tasks``) as characters -> characters, ready to train."""
+    from seqviz.data.tasks import date_task
+    t = date_task(n_train, n_valid, n_test, seed=seed, forms=forms)
+    split = {k: [(list(e.source), list(e.target)) for e in v] for k, v in t.items()}
+    return pair_task(split["train"], split["valid"], split["test"], batch_size, seed=seed,
+                     test_text=[(e.source, e.target) for e in t["test"]])
+
+
+def exact_match(model: Seq2Seq, src: list[list[int]], tgt: list[list[int]], pad_id: int, *,
+                batch_size: int = 500, max_len: int | None = None) -> Tensor:
+    """Greedy-decode every source and compare with its target: bool (N,), True where the output is exactly right."""
+    from seqviz.data import pad_batch
+    if len(src) != len(tgt) or not src:
+        raise ValueError(f"need as many targets as sources (and at least one): {len(src)} vs {len(tgt)}")
+    max_len = max_len or max(len(t) for t in tgt) + 5
+    ok = []
+    for i in range(0, len(src), batch_size):
+        x, mask = pad_batch(src[i:i + batch_size], pad_id)                        # (B, S) x2
+        out = model.greedy(x, mask, max_len=max_len)
+        ok.extend(o == list(g) for o, g in zip(out, tgt[i:i + batch_size]))
+    return torch.tensor(ok)
