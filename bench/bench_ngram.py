@@ -9,7 +9,8 @@ convention for both libraries: every word plus one </s> per sentence is predicte
 and then scored with ``logscore`` on exactly those predictions. NLTK's Kneser-Ney scores a few sentences per
 second at best, so it is scored on a prefix of the test set and its whole-test time is extrapolated in proportion
 to the number of predictions; the table says which rows are extrapolated. Peak memory is the growth of the
-process's peak resident set (VmHWM, reset just before fitting) over its size before fitting.
+process's peak resident set (VmHWM, reset just before fitting) over its size before fitting. A full run (not
+--quick) writes its table to bench/results/ngram.json for the book's Measured appendix.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import os
 import subprocess
 import sys
 import time
+
+from _results import write_results
 
 JOBS = {  # name -> (library, smoothing, n)
     "seqviz KN 3-gram": ("seqviz", "kn", 3),
@@ -140,7 +143,7 @@ def main() -> None:
           f"test = {N:,} predictions (every word + one </s> per sentence).")
     print(f"NLTK Kneser-Ney is scored on the first {prefix} test sentences; '*' marks times extrapolated to "
           "the whole test set in proportion to predictions.\n")
-    head = (f"{'model':<22} {'fit s':>8} {'score s':>10} {'fit+score s':>12} {'PPL test':>9} "
+    head = (f"{'model':<24} {'fit s':>8} {'score s':>10} {'fit+score s':>12} {'PPL test':>9} "
             f"{'PPL prefix':>11} {'peak MB':>8}")
     print(head)
     print("-" * len(head))
@@ -150,7 +153,7 @@ def main() -> None:
         star = " " if full else "*"
         ppl = f"{r['ppl']:.1f}" if r["ppl"] is not None else "-"
         r["total_s"] = r["fit_s"] + score
-        print(f"{r['name']:<22} {r['fit_s']:>8.2f} {score:>9.1f}{star} {r['total_s']:>11.1f}{star} {ppl:>9} "
+        print(f"{r['name']:<24} {r['fit_s']:>8.2f} {score:>9.1f}{star} {r['total_s']:>11.1f}{star} {ppl:>9} "
               f"{r['ppl_prefix']:>11.1f} {r['peak_mb']:>8.0f}")
     by = {r["name"]: r for r in rows}
     for n in (3, 5):
@@ -169,6 +172,15 @@ def main() -> None:
         print(f"seqviz modified KN 5-gram PTB test perplexity {kn5['ppl']:.1f} "
               f"(published: 141.2, Mikolov et al. 2011; target <= 148); fit + score {kn5['total_s']:.1f} s "
               f"(target <= 30 s); tables {kn5['table_mb']:.0f} MB.")
+    if not args.quick:
+        write_results("ngram", {
+            "rows": [{"model": r["name"], "fit_s": r["fit_s"], "score_s": r["score_s"] * N / r["scored_predictions"],
+                      "extrapolated": r["scored_predictions"] != N, "test": r["ppl"], "ppl_prefix": r["ppl_prefix"],
+                      "peak_mb": r["peak_mb"]} for r in rows],
+            "published": {"KN 5-gram (Mikolov et al. 2011)": 141.2}, "corpus": "PTB", "test_predictions": N,
+            "nltk_prefix_sentences": prefix,
+            "note": "test = PTB test perplexity over every word + one </s> per sentence (None: scored on a prefix "
+                    "only); score_s of extrapolated rows is scaled to the whole test set"})
     print("\nPPL prefix: both libraries on the same prefix. NLTK's KN uses one discount (0.1) and no discount at "
           "the unigram level; ours is modified KN (three discounts per order, Chen & Goodman 1999).")
 
