@@ -575,6 +575,8 @@ def test_bad_queries():
         lm.next_token_logits([3, 99])
     with pytest.raises(ValueError, match="not been fitted"):
         NGramLM(n=2).prob("a")
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        lm.top_next(["I"], k=0)
     with pytest.raises(ValueError, match="1- to 3-grams"):
         lm.count(["I", "am", "Sam", "I"])
     with pytest.raises(ValueError, match="empty"):
