@@ -22,7 +22,7 @@ from seqviz.rnn import RecurrentLayer, RecurrentLM, RecurrentLMConfig, RNNClassi
 
 __all__ = ["GateInfo", "GATES", "TORCH_LSTM_GATE_ORDER", "TORCH_GRU_GATE_ORDER", "LSTMCell", "GRUCell",
            "LSTMTrace", "GRUTrace", "LSTM", "GRU", "LSTMLMConfig", "LSTMLM", "GRULM", "LSTMClassifier",
-           "GRUClassifier", "state_grad_norms"]
+           "GRUClassifier", "state_grad_norms", "play_indicators", "most_correlated_units"]
 
 
 @dataclass(frozen=True)
@@ -393,3 +393,47 @@ def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None =
     grads = torch.autograd.grad(loss_fn(hs[-1]), hs, allow_unused=True)
     norms = [torch.zeros(()) if g is None else g.norm(dim=-1).mean() for g in grads]
     return torch.stack(norms).flip(0).detach()                                    # (T,)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Looking for interpretable units (Karpathy et al. 2015): correlate each unit with something a reader can see
+# ----------------------------------------------------------------------------------------------------------------
+def play_indicators(text: str) -> dict[str, Tensor]:
+    """Per-character indicators of a play's layout, each (len(text),) float: "in [brackets]" (stage directions),
+    "position in line" (characters since the last newline) and "in speaker name" (a line in capitals ending in
+    '.', such as "HAMLET.")."""
+    if not isinstance(text, str) or not text:
+        raise ValueError("text must be a non-empty string (the characters the traces were computed on)")
+    bracket, position, speaker = [], [], []
+    depth, col = 0, 0
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        is_name = len(line) > 1 and line.endswith(".") and line.upper() == line and any(ch.isalpha() for ch in line)
+        for ch in line + ("\n" if n < len(lines) - 1 else ""):
+            depth += ch == "["
+            bracket.append(float(depth > 0))
+            depth = max(0, depth - (ch == "]"))
+            position.append(float(col))
+            speaker.append(float(is_name and ch != "\n"))
+            col = 0 if ch == "\n" else col + 1
+    return {"in [brackets]": torch.tensor(bracket), "position in line": torch.tensor(position),
+            "in speaker name": torch.tensor(speaker)}
+
+
+def most_correlated_units(values: Tensor, indicators: dict[str, Tensor]) -> dict[str, tuple[int, float]]:
+    """For each indicator (T,), the unit of values (T, d_h) whose activation has the largest |Pearson correlation|
+    with it: {name: (unit, r)}. A unit that tracks the indicator has |r| near 1; chance is near 0."""
+    if not isinstance(values, Tensor) or values.dim() != 2:
+        raise ValueError(f"values must be (T, d_h) activations of one sequence, got shape "
+                         f"{tuple(getattr(values, 'shape', ()))}; e.g. trace.c[0] for the first sequence")
+    v = values.double() - values.double().mean(0)                                  # (T, d_h)
+    out = {}
+    for name, ind in indicators.items():
+        if ind.shape != values.shape[:1]:
+            raise ValueError(f"indicator {name!r} has {ind.shape[0]} steps but values have {values.shape[0]}; "
+                             f"compute both on the same text")
+        a = ind.double() - ind.double().mean()                                     # (T,)
+        r = (a @ v) / (a.norm() * v.norm(dim=0)).clamp_min(1e-12)                  # (d_h,)
+        unit = int(r.abs().argmax())
+        out[name] = (unit, float(r[unit]))
+    return out
