@@ -8,11 +8,11 @@ the pages:
     vendor/seqviz-offline.js               points require.js at the copies below (written by this script)
     vendor/html-manager/embed-amd.js       @jupyter-widgets/html-manager: renders the widget state stored in the page
     vendor/anywidget/index.js              anywidget's front end (runs each widget's ES module)
-    vendor/mathjax/tex-mml-chtml.js + fonts, TeX extensions, menu and accessibility components
+    vendor/mathjax/tex-mml-chtml.js + fonts and TeX/MathML extensions (see MATHJAX_PARTS for what is left out)
 
 `_config.yml` always points at these paths. Without node_modules (no npm) the script writes tiny forwarding files
 in their place that load the same libraries from the public CDNs, and says so loudly: the book then still works,
-but only online. Run: `.venv/bin/python scripts/vendor_js.py [--check]`.
+but only online. Run: `.venv/bin/python scripts/vendor_js.py [--check] [--out DIR]`.
 """
 from __future__ import annotations
 
@@ -34,9 +34,50 @@ CDN = {
     "widgets": "https://cdn.jsdelivr.net/npm/",
     "mathjax": "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
 }
-# What MathJax loads at run time, relative to its es5/ folder (the rest of the 24 MB package is not needed).
-MATHJAX_PARTS = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "input/mml/extensions",
-                 "a11y", "ui", "sre"]
+# What MathJax loads at run time, relative to its es5/ folder (the rest of the 24 MB package is not needed). Left out
+# although the context menu could load them on demand: the speech rule engine and its explorer (a11y/, sre/: 4.3 MB,
+# no page uses them), ui/ (the menu is inside tex-mml-chtml.js) and the SVG output. MATHJAX_MENU_CONFIG turns off the
+# menu items that would load them, so no reader can trigger a request that fails. The hidden MathML that screen
+# readers read (assistive MathML) is part of tex-mml-chtml.js and stays on.
+MATHJAX_PARTS = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "input/mml/extensions"]
+MATHJAX_LEFT_OUT = ["a11y", "sre", "ui", "output/svg.js"]
+
+# Put in front of the vendored tex-mml-chtml.js (which is otherwise MathJax's file, unchanged): it runs after the
+# page's own `window.MathJax = {...}` configuration and before MathJax starts.
+MATHJAX_MENU_CONFIG = """\
+/* Added by seqviz's scripts/vendor_js.py in front of MathJax 3's tex-mml-chtml.js (Apache-2.0; the rest of this file
+   is MathJax's, unchanged). The book serves MathJax without its speech/explorer parts (a11y/, sre/) and without the
+   SVG output, which only the context menu would load: switch those menu items off, and forget a saved choice of them,
+   so a reader can never trigger a request that fails. Assistive MathML (hidden MathML for screen readers) stays on. */
+(function () {
+  var key = "MathJax-Menu-Settings";
+  try {
+    var saved = JSON.parse(window.localStorage.getItem(key) || "null");
+    if (saved && (saved.explorer || saved.collapsible || saved.autocollapse || saved.renderer === "SVG")) {
+      delete saved.explorer; delete saved.collapsible; delete saved.autocollapse;
+      if (saved.renderer === "SVG") delete saved.renderer;
+      window.localStorage.setItem(key, JSON.stringify(saved));
+    }
+  } catch (e) { /* no localStorage (e.g. a file: page in some browsers): nothing saved to clean up */ }
+  var config = window.MathJax = window.MathJax || {};
+  var options = config.options = config.options || {};
+  var menu = options.menuOptions = options.menuOptions || {};
+  menu.settings = Object.assign({}, menu.settings, { explorer: false, collapsible: false, autocollapse: false });
+  var startup = config.startup = config.startup || {};
+  var ready = startup.ready;
+  startup.ready = function () {
+    if (ready) ready(); else window.MathJax.startup.defaultReady();
+    var doc = window.MathJax.startup.document;
+    var items = doc && doc.menu && doc.menu.menu;
+    if (!items) return;
+    [["Accessibility", "Activate"], ["Accessibility", "Collapsible"], ["Accessibility", "AutoCollapse"],
+     ["Settings", "Renderer", "SVG"]].forEach(function (path) {
+      var item = items.findID.apply(items, path);
+      if (item) item.disable();
+    });
+  };
+})();
+"""
 
 OFFLINE_JS = """\
 // Written by scripts/vendor_js.py: make the widget html-manager load anywidget (and everything else) from the copies
@@ -97,21 +138,23 @@ def check_versions() -> list[str]:
     return problems
 
 
-def vendor() -> dict[str, str]:
-    """Copy the libraries into _vendor/vendor/ (replacing what was there); return {package: version}."""
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir(parents=True)
-    _copy(NODE / "requirejs" / "require.js", OUT / "require.js")
+def vendor(out: Path = OUT) -> dict[str, str]:
+    """Copy the libraries into ``out`` (default _vendor/vendor/, replacing what was there); return {package: version}."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _copy(NODE / "requirejs" / "require.js", out / "require.js")
     hm = NODE / "@jupyter-widgets" / "html-manager" / "dist"
     for f in hm.iterdir():  # the bundle and the icon fonts it references by hashed file name
         if f.name == "embed-amd.js" or f.suffix in {".woff2", ".woff"}:  # browsers take woff2 before .ttf/.eot/.svg
-            _copy(f, OUT / "html-manager" / f.name)
-    _copy(NODE / "anywidget" / "dist" / "index.js", OUT / "anywidget" / "index.js")
+            _copy(f, out / "html-manager" / f.name)
+    _copy(NODE / "anywidget" / "dist" / "index.js", out / "anywidget" / "index.js")
     mj = NODE / "mathjax" / "es5"
     for part in MATHJAX_PARTS:
-        _copy(mj / part, OUT / "mathjax" / part)
-    (OUT / "seqviz-offline.js").write_text(OFFLINE_JS)
+        _copy(mj / part, out / "mathjax" / part)
+    bundle = out / "mathjax" / "tex-mml-chtml.js"
+    bundle.write_text(MATHJAX_MENU_CONFIG + bundle.read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "seqviz-offline.js").write_text(OFFLINE_JS)
     versions, notice = {}, {}
     for pkg, sub in [("requirejs", "."), ("@jupyter-widgets/html-manager", "html-manager"),
                      ("anywidget", "anywidget"), ("mathjax", "mathjax")]:
@@ -121,33 +164,38 @@ def vendor() -> dict[str, str]:
                        "copied_to": f"vendor/{sub}".rstrip("/.")}
         lic = NODE / pkg / "LICENSE"
         if lic.is_file() and sub != ".":
-            _copy(lic, OUT / sub / "LICENSE")
-    (OUT / "versions.json").write_text(json.dumps({"mode": "offline", "packages": notice}, indent=2) + "\n")
+            _copy(lic, out / sub / "LICENSE")
+    notice["mathjax"].update(left_out=MATHJAX_LEFT_OUT,
+                             modified="tex-mml-chtml.js: a menu configuration put in front (scripts/vendor_js.py)")
+    (out / "versions.json").write_text(json.dumps({"mode": "offline", "packages": notice}, indent=2) + "\n")
     return versions
 
 
-def write_cdn_fallback() -> None:
+def write_cdn_fallback(out: Path = OUT) -> None:
     """Forwarding files at the vendored paths that load the public CDN copies (the book then needs a network)."""
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    (OUT / "html-manager").mkdir(parents=True)
-    (OUT / "mathjax").mkdir()
-    (OUT / "require.js").write_text(
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "html-manager").mkdir(parents=True)
+    (out / "mathjax").mkdir()
+    (out / "require.js").write_text(
         FALLBACK_NOTE + f"document.write('<script src=\"{CDN['require']}\"><\\/script>');\n")
-    (OUT / "seqviz-offline.js").write_text(FALLBACK_NOTE + "// (nothing to configure: modules come from the CDN)\n")
-    (OUT / "html-manager" / "embed-amd.js").write_text(
+    (out / "seqviz-offline.js").write_text(FALLBACK_NOTE + "// (nothing to configure: modules come from the CDN)\n")
+    (out / "html-manager" / "embed-amd.js").write_text(
         FALLBACK_NOTE + f"document.write('<script src=\"{CDN['embed']}\" "
         f"data-jupyter-widgets-cdn=\"{CDN['widgets']}\"><\\/script>');\n")
-    (OUT / "mathjax" / "tex-mml-chtml.js").write_text(
+    (out / "mathjax" / "tex-mml-chtml.js").write_text(
         FALLBACK_NOTE + "(function () { var s = document.createElement('script');\n"
         f"  s.src = '{CDN['mathjax']}'; s.async = true; document.head.appendChild(s); }})();\n")
-    (OUT / "versions.json").write_text(json.dumps({"mode": "cdn"}, indent=2) + "\n")
+    (out / "versions.json").write_text(json.dumps({"mode": "cdn"}, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only check node_modules; exit 1 if it cannot be vendored")
+    ap.add_argument("--out", type=Path, default=OUT, help="folder to write (default: _vendor/vendor, which the "
+                    "book serves as vendor/)")
     args = ap.parse_args(argv)
+    out = args.out.resolve()
     missing = missing_packages()
     if missing:
         msg = (f"WARNING: node_modules/ lacks {', '.join(missing)} (is npm installed? run `npm ci`).\n"
@@ -156,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr)
         if args.check:
             return 1
-        write_cdn_fallback()
-        print(f"wrote CDN forwarding files to {OUT.relative_to(ROOT)}/", file=sys.stderr)
+        write_cdn_fallback(out)
+        print(f"wrote CDN forwarding files to {out}/", file=sys.stderr)
         return 0
     problems = check_versions()
     if problems:
@@ -167,9 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         print("node_modules/ has everything the book needs")
         return 0
-    versions = vendor()
-    size = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
-    print(f"vendored for offline reading into {OUT.relative_to(ROOT)}/ ({size / 1e6:.1f} MB): "
+    versions = vendor(out)
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"vendored for offline reading into {out}/ ({size / 1e6:.1f} MB): "
           + ", ".join(f"{k} {v}" for k, v in versions.items()))
     return 0
 

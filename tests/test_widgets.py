@@ -5,9 +5,13 @@ tests/browser/.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from matplotlib.figure import Figure
 
+import seqviz
 from seqviz.data import Vocab
 from seqviz.decode import softmax_with_temperature
 from seqviz.widgets import (GATES, AttentionHeatmap, LSTMGates, NextTokenDistribution, PositionalMatrix, causal_mask,
@@ -391,14 +396,16 @@ def test_positional_defaults_fit_small_settings_and_figure():
 # --------------------------------------------------------------------------------------- next token --------------
 
 
-def test_next_token_payload_sorted_float32_with_ids():
+def test_next_token_payload_sorted_float32_scores_and_their_tokens_only():
     z = torch.tensor([0.5, 3.0, -1.0, 2.0, float("-inf")])
     w = NextTokenDistribution(z, ["a", "b", "c", "d", "e"], top_k=3)
     logits = np.frombuffer(w.logits, "<f4")
-    ids = np.frombuffer(w.ids, "<i4")
-    assert ids.tolist() == [1, 3, 0, 2, 4] and w.tokens == ["b", "d", "a", "c", "e"]
-    np.testing.assert_array_equal(logits, z.numpy()[ids])
+    assert w.tokens == ["b", "d", "a", "c", "e"]
+    np.testing.assert_array_equal(logits, z.numpy()[[1, 3, 0, 2, 4]])
     assert w.k_max == 5 and w.top_k == 3
+    # issue 14: no payload the browser does not read (the sorted vocabulary ids were sent and never used)
+    assert "ids" not in w.keys
+    assert {k for k, v in w.get_state().items() if isinstance(v, (bytes, memoryview))} == {"logits"}
 
 
 @settings(max_examples=40)
@@ -408,10 +415,12 @@ def test_browser_formula_on_the_payload_equals_decode_softmax(z, T):
     p = w.probabilities()
     assert p.sum() == pytest.approx(1.0, abs=1e-9) and (p >= 0).all()
     np.testing.assert_allclose(p, softmax_with_temperature(z, T).numpy(), atol=1e-12)
-    # what next_token.js computes: softmax((z - z_max) / T) over the sorted float32 payload
+    # what next_token.js computes: softmax((z - z_max) / T) over the sorted float32 payload, shown next to the token
+    # string sent in the same order (here "t<vocabulary id>")
     zs = np.frombuffer(w.logits, "<f4").astype(np.float64)
     e = np.exp((zs - zs[0]) / T)
-    np.testing.assert_allclose((e / e.sum())[np.argsort(np.frombuffer(w.ids, "<i4"))], p, atol=1e-5)
+    shown_ids = [int(t[1:]) for t in w.tokens]
+    np.testing.assert_allclose(e / e.sum(), p[shown_ids], atol=1e-5)
 
 
 def test_next_token_accepts_a_vocab_and_log_probs_with_minus_inf():
@@ -483,13 +492,148 @@ WIDGETS = {
 }
 
 
+PRELUDE = STATIC / "_prelude.js"
+
+
+def top_level_names(js: str) -> set[str]:
+    """Names a module file declares at its top level (const/let/function/class at column 0)."""
+    names = set()
+    for line in js.splitlines():
+        m = re.match(r"(?:export )?(?:const|let|var|function\*?|class) +(\w+)", line)
+        if m:
+            names.add(m.group(1))
+            if line.startswith(("const ", "let ")):  # const A = 1, B = 2;
+                names.update(re.findall(r",\s*(\w+)\s*=", line.split("//")[0]))
+    return names
+
+
+def listened(js: str) -> set[str]:
+    """Trait names the view re-renders on: the lists in its `return onChanges(model, {...}, redraw)`."""
+    m = re.search(r"return onChanges\(model, \{(.*?)\}, ", js, re.S)
+    assert m, "the view must return onChanges(model, {kind: [traits]}, redraw) so it follows updates from Python"
+    return set(re.findall(r'"(\w+)"', m.group(1)))
+
+
 @pytest.mark.parametrize("name", sorted(WIDGETS))
-def test_es_module_is_the_packaged_file_and_listens_to_every_synced_trait(name):
+def test_es_module_is_the_shared_prelude_then_the_widget_file(name):
     w = WIDGETS[name]()
-    src = (STATIC / name).read_text()
-    assert w._esm == src  # read from the packaged file, not an inline string
+    prelude, own = PRELUDE.read_text(), (STATIC / name).read_text()
+    assert w._esm == prelude + "\n" + own  # read from the packaged files, not an inline string
     assert w._css == (STATIC / "widgets.css").read_text()
-    assert "export default { render }" in src and "innerHTML" not in src and "insertAdjacentHTML" not in src
-    assert re.search(r"model\.on\(`change:\$\{k\}`", src)  # re-render on Python -> browser updates
-    for trait in synced_names(w):
-        assert f'"{trait}"' in src, f"{name} never reads or listens to trait {trait!r}"
+    assert own.rstrip().endswith("export default { render };") and "export default" not in prelude
+    # loaded alone from a blob: URL, the module can import nothing; token text never goes through an HTML parser
+    assert not re.search(r"^\s*import[\s({]", w._esm, re.M)
+    assert "innerHTML" not in w._esm and "insertAdjacentHTML" not in w._esm and "outerHTML" not in w._esm
+    # a name declared in both files would be a SyntaxError in the browser only
+    clash = top_level_names(prelude) & top_level_names(own)
+    assert not clash, f"{name} redeclares {sorted(clash)} from _prelude.js"
+
+
+@pytest.mark.parametrize("name", sorted(WIDGETS))
+def test_es_module_reads_and_follows_every_synced_trait(name):
+    """Every trait sent to the browser is read by the view (no unused payload, issue 14) and re-rendered on."""
+    w = WIDGETS[name]()
+    traits = set(synced_names(w))
+    unread = sorted(t for t in traits if f'model.get("{t}")' not in w._esm)
+    assert not unread, f"{name} never reads the synced trait(s) {unread}: stop sending them"
+    assert listened((STATIC / name).read_text()) == traits
+
+
+def test_no_other_widget_modules_than_the_four_and_the_prelude():
+    assert sorted(p.name for p in STATIC.glob("*.js")) == sorted([*WIDGETS, "_prelude.js"])
+
+
+def test_esm_names_a_missing_widget_module_clearly():
+    from seqviz.widgets._common import esm
+
+    with pytest.raises(FileNotFoundError, match=r"no widget module .*nope\.js.*attention\.js"):
+        esm("nope.js")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (the browser tests parse it too)")
+@pytest.mark.parametrize("name", sorted(WIDGETS))
+def test_es_module_parses_as_a_module(name, tmp_path):
+    f = tmp_path / f"{name[:-3]}.mjs"
+    f.write_text(WIDGETS[name]()._esm)
+    r = subprocess.run(["node", "--check", str(f)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------------- widgets import models, never the reverse -----
+
+SRC = Path(seqviz.__file__).resolve().parent
+
+
+def widget_imports(path: Path, root: Path) -> list[str]:
+    """Where the module at ``path`` (inside the package folder ``root``) imports seqviz.widgets: ``"line: what"``.
+
+    Absolute and relative imports count, at any depth (inside functions too), and so do
+    ``importlib.import_module("seqviz.widgets...")`` / ``__import__`` calls with a literal name.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = (root.name, *path.relative_to(root).parent.parts)  # e.g. ("seqviz", "rnn")
+    hits = []
+
+    def is_widgets(name: str | None) -> bool:
+        return bool(name) and (name == "seqviz.widgets" or name.startswith("seqviz.widgets."))
+
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            mod = ".".join([*base, *([node.module] if node.module else [])])
+            names = [mod, *(f"{mod}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                names = [node.args[0].value]
+        hits += [f"{node.lineno}: {n}" for n in names if is_widgets(n)]
+    return hits
+
+
+def test_no_module_outside_widgets_imports_seqviz_widgets():
+    modules = [p for p in SRC.rglob("*.py") if "widgets" not in p.relative_to(SRC).parts[:1]]
+    assert len(modules) > 10 and SRC / "attention.py" in modules  # the walk really covers the package
+    offenders = {str(p.relative_to(SRC)): h for p in modules if (h := widget_imports(p, SRC))}
+    assert not offenders, (f"model code must not import the widgets (widgets import models): {offenders}; "
+                           f"move what is shared into the model module and import it from there in the widget")
+
+
+@pytest.mark.parametrize("line, flagged", [
+    ("from seqviz.widgets import AttentionHeatmap", True),
+    ("import seqviz.widgets.attention as a", True),
+    ("from ..widgets import AttentionHeatmap", True),
+    ("from .. import widgets", True),
+    ("from ..widgets._common import esm", True),
+    ("def f():\n    from seqviz import widgets", True),
+    ("import importlib\nimportlib.import_module('seqviz.widgets.positional')", True),
+    ("from seqviz.attention import causal_mask", False),
+    ("from ..widgets_notes import x", False),
+    ("from . import widgets", False),  # seqviz.rnn.widgets, another module
+    ("import numpy as np", False),
+])
+def test_the_import_check_finds_every_form(tmp_path, line, flagged):
+    pkg = tmp_path / "seqviz" / "rnn"
+    pkg.mkdir(parents=True)
+    (pkg / "mod.py").write_text(line + "\n")
+    assert bool(widget_imports(pkg / "mod.py", tmp_path / "seqviz")) == flagged
+
+
+def test_widget_package_still_exports_the_model_maths_it_used_to_define():
+    """causal_mask, sinusoidal_encoding and GATES moved to the models; old imports keep working, same objects."""
+    import seqviz.attention
+    import seqviz.lstm
+    import seqviz.transformer
+    import seqviz.widgets as W
+    from seqviz.widgets import attention, lstm_gates, positional
+
+    assert W.causal_mask is attention.causal_mask is seqviz.attention.causal_mask
+    assert W.sinusoidal_encoding is positional.sinusoidal_encoding is seqviz.transformer.sinusoidal_encoding
+    assert W.GATES is lstm_gates.GATES is seqviz.lstm.GATES
+    assert list(W.GATES) == ["f", "g", "i", "c", "o", "h"]  # SLP's order, what the gates view lists
+    for name in W.__all__:
+        assert getattr(W, name) is not None
+    assert {"AttentionHeatmap", "LSTMGates", "PositionalMatrix", "NextTokenDistribution", "causal_mask",
+            "sinusoidal_encoding", "GATES", "prepare_attention", "prepare_gates", "prepare_logits"} <= set(W.__all__)

@@ -5,6 +5,7 @@ sees "query_tokens has 7 entries but the attention has Tq=8 rows" rather than a 
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 from typing import Sequence
 
@@ -12,6 +13,21 @@ import numpy as np
 
 STATIC = pathlib.Path(__file__).parent / "static"
 CSS = STATIC / "widgets.css"
+PRELUDE = STATIC / "_prelude.js"
+
+
+@functools.cache
+def esm(name: str) -> str:
+    """The ES module of one widget: the shared prelude (palettes, DOM and canvas helpers) followed by ``static/name``.
+
+    Each module is loaded on its own (in the static book from a blob: URL), so it cannot import a sibling file; the
+    shared code is put in front of it here instead, read once per process.
+    """
+    widget = STATIC / name
+    if not widget.is_file():
+        known = sorted(p.name for p in STATIC.glob("*.js") if p != PRELUDE)
+        raise FileNotFoundError(f"no widget module {widget}; the widget modules are {known}")
+    return PRELUDE.read_text(encoding="utf-8") + "\n" + widget.read_text(encoding="utf-8")
 
 
 def to_array(x, name: str) -> np.ndarray:

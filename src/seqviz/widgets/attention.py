@@ -16,7 +16,7 @@ import traitlets
 
 from seqviz.attention import causal_mask
 
-from ._common import (CSS, STATIC, check_finite, check_index, check_nonempty, check_tokens, plain, quantize_uint8,
+from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
                       to_array)
 
 __all__ = ["AttentionHeatmap", "AttentionData", "prepare_attention", "causal_mask"]
@@ -118,7 +118,7 @@ class AttentionHeatmap(anywidget.AnyWidget):
     ``view`` ("head" or "grid") from Python and the view follows.
     """
 
-    _esm = STATIC / "attention.js"
+    _esm = esm("attention.js")  # the shared prelude + attention.js
     _css = CSS
 
     weights = traitlets.Bytes(b"").tag(sync=True)  # uint8, C order (L, H, Tq, Tk); value = q / 255 * vmax

@@ -15,7 +15,7 @@ import traitlets
 
 from seqviz.lstm import GATES
 
-from ._common import (CSS, STATIC, check_finite, check_index, check_nonempty, check_tokens, plain, quantize_uint8,
+from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
                       to_array)
 
 __all__ = ["LSTMGates", "GateTraces", "GATES", "prepare_gates"]
@@ -99,7 +99,7 @@ class LSTMGates(anywidget.AnyWidget):
     (T, units) tensors. Set ``gate`` (one of those names) or ``step`` from Python and the view follows.
     """
 
-    _esm = STATIC / "lstm_gates.js"
+    _esm = esm("lstm_gates.js")  # the shared prelude + lstm_gates.js
     _css = CSS
 
     traces = traitlets.Bytes(b"").tag(sync=True)  # uint8, C order (G, T, units), gate order = `gates`

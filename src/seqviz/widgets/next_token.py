@@ -9,7 +9,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ._common import CSS, STATIC, check_finite, check_nonempty, check_tokens, plain, to_array
+from ._common import CSS, check_finite, check_nonempty, check_tokens, esm, plain, to_array
 
 __all__ = ["NextTokenDistribution", "prepare_logits", "T_MIN", "T_MAX", "K_MAX"]
 
@@ -54,12 +54,11 @@ class NextTokenDistribution(anywidget.AnyWidget):
     ``sample_top_k=True`` makes the button sample only among the k shown tokens.
     """
 
-    _esm = STATIC / "next_token.js"
+    _esm = esm("next_token.js")  # the shared prelude + next_token.js
     _css = CSS
 
     logits = traitlets.Bytes(b"").tag(sync=True)  # float32 little-endian, sorted from highest to lowest
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)  # in the same (sorted) order
-    ids = traitlets.Bytes(b"").tag(sync=True)  # int32 little-endian: vocabulary id of each sorted entry
     temperature = traitlets.Float(1.0).tag(sync=True)
     top_k = traitlets.Int(20).tag(sync=True)
     k_max = traitlets.Int(K_MAX).tag(sync=True)
@@ -85,7 +84,6 @@ class NextTokenDistribution(anywidget.AnyWidget):
         with self.hold_sync():
             self.k_max = min(len(toks), K_MAX)
             self.logits = z[order].astype("<f4").tobytes()
-            self.ids = order.astype("<i4").tobytes()
             self.tokens = [toks[i] for i in order]
             self.top_k = min(self.top_k, self.k_max)
 

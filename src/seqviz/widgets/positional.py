@@ -13,7 +13,7 @@ import traitlets
 
 from seqviz.transformer import _check_base, _positive_int, sinusoidal_encoding
 
-from ._common import CSS, STATIC
+from ._common import CSS, esm
 
 __all__ = ["PositionalMatrix", "sinusoidal_encoding", "MAX_D_MODEL", "MAX_LEN"]
 
@@ -29,7 +29,7 @@ class PositionalMatrix(anywidget.AnyWidget):
     two positions compared. All are traits, so setting them from Python updates the view.
     """
 
-    _esm = STATIC / "positional.js"
+    _esm = esm("positional.js")  # the shared prelude + positional.js
     _css = CSS
 
     d_model = traitlets.Int(64).tag(sync=True)

@@ -1,41 +1,11 @@
-// AttentionHeatmap view (anywidget ES module, no imports: it also runs from the widget state of the static book).
+// AttentionHeatmap view. The widget's ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) followed
+// by this file; it imports nothing, so it also runs from the widget state of the static book.
 // State (see attention.py): weights = uint8 bytes (L, H, Tq, Tk) C order, value = q / 255 * vmax; mask = uint8 0/1
 // bytes (Lm, Hm, Tq, Tk) or empty; query_tokens / key_tokens; layer, head, view ("head" | "grid"); title.
-// Token text is only ever written with textContent, never parsed as HTML.
 
-const VIRIDIS = ["#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
-  "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725"];
 const MASKED = [0xbd, 0xbd, 0xbd];
 const SINGLE_PX = 480; // target side of the one-head heatmap
 const GRID_PX = 150; // target side of each small multiple in the all-heads grid
-
-// 256-entry RGB lookup table interpolated between evenly spaced colour stops.
-function makeLut(stops) {
-  const rgb = stops.map((s) => [1, 3, 5].map((k) => parseInt(s.slice(k, k + 2), 16)));
-  const lut = new Uint8ClampedArray(256 * 3);
-  for (let q = 0; q < 256; q++) {
-    const x = (q / 255) * (rgb.length - 1);
-    const a = Math.min(Math.floor(x), rgb.length - 2);
-    const f = x - a;
-    for (let c = 0; c < 3; c++) lut[q * 3 + c] = Math.round(rgb[a][c] * (1 - f) + rgb[a + 1][c] * f);
-  }
-  return lut;
-}
-const LUT = makeLut(VIRIDIS);
-
-// Widget bytes arrive as DataView (ipywidgets), ArrayBuffer or a typed array, depending on the front end.
-function bytesOf(v) {
-  if (v instanceof DataView || ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  return new Uint8Array(0);
-}
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function hatchPattern(ctx) {
   const c = document.createElement("canvas");
@@ -80,15 +50,9 @@ function weightAt(s, l, hd, i, j) {
   return (s.w[((l * s.H + hd) * s.Tq + i) * s.Tk + j] / 255) * s.vmax;
 }
 
-const OFF = document.createElement("canvas"); // scratch canvas: one pixel per cell, scaled up by drawImage
-
 // Paint head (l, hd) into canvas at cs pixels per cell: one ImageData pixel per cell, scaled up without smoothing,
 // then one hatched path over the masked cells.
 function paint(canvas, s, l, hd, cs) {
-  const W = s.Tk * cs, Hpx = s.Tq * cs;
-  if (canvas.width !== W) canvas.width = W;
-  if (canvas.height !== Hpx) canvas.height = Hpx;
-  const ctx = canvas.getContext("2d");
   const img = new ImageData(s.Tk, s.Tq);
   const px = img.data;
   const n = s.Tq * s.Tk;
@@ -101,16 +65,11 @@ function paint(canvas, s, l, hd, cs) {
       masked.push(c);
     } else {
       const q = s.w[base + c] * 3;
-      r = LUT[q]; g = LUT[q + 1]; b = LUT[q + 2];
+      r = LUT_VIRIDIS[q]; g = LUT_VIRIDIS[q + 1]; b = LUT_VIRIDIS[q + 2];
     }
     px[4 * c] = r; px[4 * c + 1] = g; px[4 * c + 2] = b; px[4 * c + 3] = 255;
   }
-  if (OFF.width !== s.Tk) OFF.width = s.Tk;
-  if (OFF.height !== s.Tq) OFF.height = s.Tq;
-  OFF.getContext("2d").putImageData(img, 0, 0);
-  ctx.imageSmoothingEnabled = false;
-  ctx.clearRect(0, 0, W, Hpx);
-  ctx.drawImage(OFF, 0, 0, W, Hpx);
+  const ctx = blit(canvas, img, s.Tk * cs, s.Tq * cs);
   if (masked.length && cs >= 4) {
     const path = new Path2D();
     for (const c of masked) path.rect((c % s.Tk) * cs, Math.floor(c / s.Tk) * cs, cs, cs);
@@ -119,21 +78,9 @@ function paint(canvas, s, l, hd, cs) {
   }
 }
 
-function legend(s) {
-  const box = h("div", "sv-legend");
-  box.appendChild(h("span", "sv-legend-lo", "0"));
-  const c = document.createElement("canvas");
-  c.width = 160; c.height = 10;
-  c.className = "sv-legend-bar";
-  const g = c.getContext("2d");
-  for (let x = 0; x < 160; x++) {
-    const q = Math.round((x / 159) * 255) * 3;
-    g.fillStyle = `rgb(${LUT[q]},${LUT[q + 1]},${LUT[q + 2]})`;
-    g.fillRect(x, 0, 1, 10);
-  }
-  box.appendChild(c);
-  box.appendChild(h("span", "sv-legend-hi", s.vmax.toFixed(3)));
-  box.appendChild(h("span", "sv-legend-label", "attention weight"));
+// The colour legend, with a hatched "masked" swatch when the attention has a mask.
+function attentionLegend(s) {
+  const box = legend(LUT_VIRIDIS, "0", s.vmax.toFixed(3), "attention weight");
   if (s.mask) {
     const sw = h("span", "sv-legend-masked");
     const m = document.createElement("canvas");
@@ -141,37 +88,27 @@ function legend(s) {
     const mg = m.getContext("2d");
     mg.fillStyle = hatchPattern(mg);
     mg.fillRect(0, 0, 12, 10);
-    sw.appendChild(m);
-    sw.appendChild(h("span", "", "masked"));
+    sw.append(m, h("span", "", "masked"));
     box.appendChild(sw);
   }
   return box;
 }
 
 function render({ model, el }) {
-  const root = h("div", "seqviz sv-att");
-  el.appendChild(root);
+  const { root, title, controls } = frame(el, "sv-att");
   let s = null;
 
-  const title = h("div", "sv-title");
-  const controls = h("div", "sv-controls");
-  const layerLabel = h("label", "sv-control", "layer ");
   const layerSel = h("select", "sv-layer");
-  layerLabel.appendChild(layerSel);
-  const headLabel = h("label", "sv-control", "head ");
+  const layerLabel = labelled("layer ", layerSel);
   const headSel = h("select", "sv-head");
-  headLabel.appendChild(headSel);
+  const headLabel = labelled("head ", headSel);
   controls.append(layerLabel, headLabel);
   const body = h("div", "sv-body");
-  const readout = h("div", "sv-readout", "\u00a0");
-  readout.setAttribute("aria-live", "polite");
+  const readout = readoutLine();
   const legendBox = h("div", "sv-legend-wrap");
   root.append(title, controls, body, readout, legendBox);
 
-  layerSel.addEventListener("change", () => {
-    model.set("layer", parseInt(layerSel.value, 10));
-    model.save_changes();
-  });
+  layerSel.addEventListener("change", () => save(model, "layer", parseInt(layerSel.value, 10)));
   headSel.addEventListener("change", () => {
     if (headSel.value === "all") {
       model.set("view", "grid");
@@ -265,7 +202,7 @@ function render({ model, el }) {
       og.lineWidth = 1;
       og.strokeRect(0.5, i * cs + 0.5, over.width - 1, cs - 1);
       og.strokeRect(j * cs + 0.5, 0.5, cs - 1, over.height - 1);
-      og.strokeStyle = "#e4572e";
+      og.strokeStyle = ACCENT;
       og.lineWidth = 2;
       og.strokeRect(j * cs + 1, i * cs + 1, cs - 2, cs - 2);
       readout.textContent = describe(cur.l, cur.hd, i, j);
@@ -316,36 +253,22 @@ function render({ model, el }) {
   function rebuild() {
     s = readState(model);
     single = grid = null;
-    title.textContent = model.get("title");
-    title.hidden = !model.get("title");
+    showTitle(title, model);
     fillSelect(layerSel, s.L, "layer", false);
     fillSelect(headSel, s.H, "head", s.H > 1);
     layerLabel.hidden = s.L < 2;
     headLabel.hidden = s.H < 2;
-    legendBox.replaceChildren(legend(s));
+    legendBox.replaceChildren(attentionLegend(s));
     root.dataset.shape = `${s.L}x${s.H}x${s.Tq}x${s.Tk}`;
     draw();
   }
 
-  const dataEvents = ["weights", "shape", "vmax", "mask", "mask_shape", "query_tokens", "key_tokens", "title"];
-  const viewEvents = ["layer", "head", "view"];
-  // Several traits change together when Python calls set_data: coalesce them into one redraw per task.
-  let pending = 0;
-  const schedule = (full) => {
-    if (pending === 2 || (pending === 1 && !full)) return;
-    const first = pending === 0;
-    pending = full ? 2 : 1;
-    if (first) queueMicrotask(() => { const p = pending; pending = 0; if (p === 2) rebuild(); else draw(); });
-  };
-  const onData = () => schedule(true);
-  const onView = () => schedule(false);
-  for (const k of dataEvents) model.on(`change:${k}`, onData);
-  for (const k of viewEvents) model.on(`change:${k}`, onView);
   rebuild();
-  return () => {
-    for (const k of dataEvents) model.off(`change:${k}`, onData);
-    for (const k of viewEvents) model.off(`change:${k}`, onView);
-  };
+  // A selection repaints; new data (set_data from Python) rebuilds.
+  return onChanges(model, {
+    data: ["weights", "shape", "vmax", "mask", "mask_shape", "query_tokens", "key_tokens", "title"],
+    view: ["layer", "head", "view"],
+  }, (kinds) => (kinds.has("data") ? rebuild() : draw()));
 }
 
 export default { render };

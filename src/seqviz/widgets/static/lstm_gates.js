@@ -1,42 +1,10 @@
-// LSTMGates view (anywidget ES module, self-contained so it also runs from the static book's widget state).
+// LSTMGates view: its ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) followed by this file, so
+// it imports nothing and also runs from the static book's widget state.
 // State (see lstm_gates.py): traces = uint8 bytes (G, T, units) C order, gate g decoded as lo + q / 255 * (hi - lo)
 // with [lo, hi] = ranges[g]; gates, labels, kinds ("sigmoid" | "tanh" | "cell"); shape = [T, units]; tokens;
-// gate (selected name); step (current time step); title. Token text is only ever set with textContent.
+// gate (selected name); step (current time step); title.
 
-const VIRIDIS = ["#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
-  "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725"];
-const RDBU = ["#053061", "#175290", "#2a71b2", "#3f8ec0", "#6bacd1", "#9bc9e0", "#c2ddec", "#e0ecf3", "#f7f6f6",
-  "#fbe5d8", "#fbccb4", "#f5aa89", "#e48066", "#d05548", "#ba2832", "#930e26", "#67001f"];
-
-function makeLut(stops) {
-  const rgb = stops.map((s) => [1, 3, 5].map((k) => parseInt(s.slice(k, k + 2), 16)));
-  const lut = new Uint8ClampedArray(256 * 3);
-  for (let q = 0; q < 256; q++) {
-    const x = (q / 255) * (rgb.length - 1);
-    const a = Math.min(Math.floor(x), rgb.length - 2);
-    const f = x - a;
-    for (let c = 0; c < 3; c++) lut[q * 3 + c] = Math.round(rgb[a][c] * (1 - f) + rgb[a + 1][c] * f);
-  }
-  return lut;
-}
-const LUTS = { sigmoid: makeLut(VIRIDIS), tanh: makeLut(RDBU), cell: makeLut(RDBU) };
-
-function bytesOf(v) {
-  if (v instanceof DataView || ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  return new Uint8Array(0);
-}
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-// Character-level models read spaces and newlines: make them visible (still plain text).
-const visible = (t) => (t.trim() !== "" ? t
-  : t.replace(/ /g, "\u2423").replace(/\n/g, "\u23ce").replace(/\t/g, "\u21e5"));
+const LUTS = { sigmoid: LUT_VIRIDIS, tanh: LUT_RDBU, cell: LUT_RDBU };
 
 const fmt = (x) => (Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3));
 
@@ -62,8 +30,6 @@ function valueAt(s, g, t, u) {
 
 // Units x time heatmap of gate g: rows are units, columns are time steps, one ImageData pixel per cell, scaled up.
 function paintHeat(canvas, s, g, cw, ch) {
-  canvas.width = s.T * cw;
-  canvas.height = s.U * ch;
   const lut = LUTS[s.kinds[g]];
   const img = new ImageData(s.T, s.U);
   const px = img.data;
@@ -74,12 +40,7 @@ function paintHeat(canvas, s, g, cw, ch) {
       px[o] = lut[q]; px[o + 1] = lut[q + 1]; px[o + 2] = lut[q + 2]; px[o + 3] = 255;
     }
   }
-  const off = document.createElement("canvas");
-  off.width = s.T; off.height = s.U;
-  off.getContext("2d").putImageData(img, 0, 0);
-  const ctx = canvas.getContext("2d");
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(off, 0, 0, canvas.width, canvas.height);
+  blit(canvas, img, s.T * cw, s.U * ch);
 }
 
 // One row of `units` cells: gate g at time step t.
@@ -95,45 +56,19 @@ function paintStep(canvas, s, g, t, cw) {
   }
 }
 
-function legend(s, g) {
-  const [lo, hi] = s.ranges[g];
-  const lut = LUTS[s.kinds[g]];
-  const box = h("div", "sv-legend");
-  box.appendChild(h("span", "sv-legend-lo", fmt(lo)));
-  const c = document.createElement("canvas");
-  c.width = 160; c.height = 10;
-  c.className = "sv-legend-bar";
-  const ctx = c.getContext("2d");
-  for (let x = 0; x < 160; x++) {
-    const q = Math.round((x / 159) * 255) * 3;
-    ctx.fillStyle = `rgb(${lut[q]},${lut[q + 1]},${lut[q + 2]})`;
-    ctx.fillRect(x, 0, 1, 10);
-  }
-  box.appendChild(c);
-  box.appendChild(h("span", "sv-legend-hi", fmt(hi)));
-  const what = { sigmoid: "sigmoid gate, 0..1", tanh: "tanh, \u22121..1", cell: "cell state (not squashed)" };
-  box.appendChild(h("span", "sv-legend-label", `${s.labels[g]}: ${what[s.kinds[g]]}`));
-  return box;
-}
+const WHAT = { sigmoid: "sigmoid gate, 0..1", tanh: "tanh, \u22121..1", cell: "cell state (not squashed)" };
+const gateLegend = (s, g) => legend(LUTS[s.kinds[g]], fmt(s.ranges[g][0]), fmt(s.ranges[g][1]),
+  `${s.labels[g]}: ${WHAT[s.kinds[g]]}`);
 
 function render({ model, el }) {
-  const root = h("div", "seqviz sv-lstm");
-  el.appendChild(root);
+  const { root, title, controls } = frame(el, "sv-lstm");
   let s = null;
 
-  const title = h("div", "sv-title");
-  const controls = h("div", "sv-controls");
-  const gateLabel = h("label", "sv-control", "show ");
   const gateSel = h("select", "sv-gate");
-  gateLabel.appendChild(gateSel);
-  const stepLabel = h("label", "sv-control", "time step ");
-  const slider = h("input", "sv-step");
-  slider.type = "range";
-  slider.min = "0";
-  slider.step = "1";
-  const stepText = h("span", "sv-value sv-step-text");
-  stepLabel.append(slider, stepText);
-  controls.append(gateLabel, stepLabel);
+  const stepS = slider("time step", "sv-step", 0, 0, 1);
+  const stepText = stepS.value;
+  stepText.classList.add("sv-step-text");
+  controls.append(labelled("show ", gateSel), stepS.label);
 
   const main = h("div", "sv-lstm-main");
   const unitAxis = h("div", "sv-units");
@@ -143,8 +78,7 @@ function render({ model, el }) {
   wrap.append(heat, over);
   const strip = h("div", "sv-strip");
   main.append(unitAxis, wrap, h("div", "sv-corner"), strip);
-  const readout = h("div", "sv-readout", "\u00a0");
-  readout.setAttribute("aria-live", "polite");
+  const readout = readoutLine();
   const legendBox = h("div", "sv-legend-wrap");
   const stepTitle = h("div", "sv-panel-title");
   const table = h("table", "sv-step-table");
@@ -152,8 +86,8 @@ function render({ model, el }) {
 
   let cw = 10, ch = 6, tokenSpans = [], stepCanvases = [];
 
-  gateSel.addEventListener("change", () => { model.set("gate", gateSel.value); model.save_changes(); });
-  slider.addEventListener("input", () => { model.set("step", parseInt(slider.value, 10)); model.save_changes(); });
+  gateSel.addEventListener("change", () => save(model, "gate", gateSel.value));
+  stepS.input.addEventListener("input", () => save(model, "step", parseInt(stepS.input.value, 10)));
 
   const gateIndex = () => Math.max(0, s.gates.indexOf(model.get("gate")));
   const currentStep = () => Math.min(Math.max(model.get("step"), 0), s.T - 1);
@@ -162,7 +96,7 @@ function render({ model, el }) {
     const t = currentStep();
     const ctx = over.getContext("2d");
     ctx.clearRect(0, 0, over.width, over.height);
-    ctx.strokeStyle = "#e4572e";
+    ctx.strokeStyle = ACCENT;
     ctx.lineWidth = 2;
     ctx.strokeRect(t * cw + 1, 1, cw - 2, over.height - 2);
   }
@@ -170,7 +104,7 @@ function render({ model, el }) {
   // What changes with the time step: cursor, token highlight, slider, per-step table.
   function drawStep() {
     const t = currentStep();
-    slider.value = String(t);
+    stepS.input.value = String(t);
     stepText.textContent = `t = ${t}: `;
     const tok = h("span", "sv-tok-inline", visible(s.tokens[t]));
     stepText.appendChild(tok);
@@ -187,15 +121,14 @@ function render({ model, el }) {
     gateSel.value = s.gates[g];
     paintHeat(heat, s, g, cw, ch);
     over.width = heat.width; over.height = heat.height;
-    legendBox.replaceChildren(legend(s, g));
+    legendBox.replaceChildren(gateLegend(s, g));
     root.dataset.gate = s.gates[g];
     drawCursor();
   }
 
   function rebuild() {
     s = readState(model);
-    title.textContent = model.get("title");
-    title.hidden = !model.get("title");
+    showTitle(title, model);
     cw = Math.max(6, Math.min(28, Math.floor(640 / s.T)));
     ch = Math.max(2, Math.min(14, Math.floor(260 / s.U)));
     gateSel.replaceChildren(...s.gates.map((g, i) => {
@@ -203,7 +136,7 @@ function render({ model, el }) {
       o.value = g;
       return o;
     }));
-    slider.max = String(s.T - 1);
+    stepS.input.max = String(s.T - 1);
     unitAxis.replaceChildren();
     if (ch >= 10) {
       for (let u = 0; u < s.U; u++) {
@@ -224,7 +157,7 @@ function render({ model, el }) {
       e.style.width = `${cw}px`;
       e.style.fontSize = font;
       e.title = `t = ${i}: ${t}`;
-      e.addEventListener("click", () => { model.set("step", i); model.save_changes(); });
+      e.addEventListener("click", () => save(model, "step", i));
       return e;
     });
     strip.replaceChildren(...tokenSpans);
@@ -257,34 +190,20 @@ function render({ model, el }) {
   heat.addEventListener("click", (ev) => {
     const r = heat.getBoundingClientRect();
     const t = Math.floor(((ev.clientX - r.left) * (heat.width / r.width)) / cw);
-    if (t >= 0 && t < s.T) { model.set("step", t); model.save_changes(); }
+    if (t >= 0 && t < s.T) save(model, "step", t);
   });
 
-  // Coalesce the burst of change events from one Python update into one redraw.
-  let pending = new Set();
-  const schedule = (what) => {
-    const first = pending.size === 0;
-    pending.add(what);
-    if (first) {
-      queueMicrotask(() => {
-        const p = pending;
-        pending = new Set();
-        if (p.has("data")) rebuild();
-        else { if (p.has("gate")) drawGate(); if (p.has("step")) drawStep(); }
-      });
-    }
-  };
-  const handlers = {};
-  for (const k of ["traces", "gates", "labels", "kinds", "ranges", "shape", "tokens", "title"]) handlers[k] = "data";
-  handlers.gate = "gate";
-  handlers.step = "step";
-  const listeners = Object.entries(handlers).map(([k, what]) => {
-    const cb = () => schedule(what);
-    model.on(`change:${k}`, cb);
-    return [k, cb];
-  });
   rebuild();
-  return () => listeners.forEach(([k, cb]) => model.off(`change:${k}`, cb));
+  // New data rebuilds; a gate or time-step change redraws only what it touches.
+  return onChanges(model, {
+    data: ["traces", "gates", "labels", "kinds", "ranges", "shape", "tokens", "title"],
+    gate: ["gate"],
+    step: ["step"],
+  }, (kinds) => {
+    if (kinds.has("data")) { rebuild(); return; }
+    if (kinds.has("gate")) drawGate();
+    if (kinds.has("step")) drawStep();
+  });
 }
 
 export default { render };

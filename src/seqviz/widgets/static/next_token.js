@@ -1,14 +1,8 @@
-// NextTokenDistribution view (anywidget ES module, self-contained). Temperature is applied here, in the browser:
+// NextTokenDistribution view: its ES module is _prelude.js (h, bytesOf, visible, slider, onChanges, …) followed by
+// this file. Temperature is applied here, in the browser:
 //   p_i = softmax(z / T)_i = exp((z_i - z_max) / T) / sum_j exp((z_j - z_max) / T)
 // State: logits = float32 little-endian bytes sorted from highest to lowest (-inf allowed), tokens in the same order,
-// ids = int32 vocabulary ids, temperature, top_k, k_max, t_min, t_max, sample_top_k, seed, title.
-// Token text is only ever set with textContent.
-
-function bytesOf(v) {
-  if (v instanceof DataView || ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  return new Uint8Array(0);
-}
+// temperature, top_k, k_max, t_min, t_max, sample_top_k, seed, title.
 
 function floats32(v) {
   const b = bytesOf(v);
@@ -39,61 +33,31 @@ function rng(seed) {
   };
 }
 
-// Whitespace-only tokens (spaces, newlines of character-level models) are shown with visible symbols.
-const visible = (t) => (t.trim() !== "" ? t
-  : t.replace(/ /g, "\u2423").replace(/\n/g, "\u23ce").replace(/\t/g, "\u21e5"));
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 function render({ model, el }) {
-  const root = h("div", "seqviz sv-next");
-  el.appendChild(root);
-  const title = h("div", "sv-title");
-  const controls = h("div", "sv-controls");
-  const tLabel = h("label", "sv-control", "temperature T ");
-  const tIn = h("input", "sv-temperature");
-  tIn.type = "range";
-  tIn.step = "0.01";
-  const tVal = h("span", "sv-value");
-  tLabel.append(tIn, tVal);
-  const kLabel = h("label", "sv-control", "top k ");
-  const kIn = h("input", "sv-top-k");
-  kIn.type = "range";
-  kIn.min = "1";
-  kIn.step = "1";
-  const kVal = h("span", "sv-value");
-  kLabel.append(kIn, kVal);
-  controls.append(tLabel, kLabel);
+  const { root, title, controls } = frame(el, "sv-next");
+  // log-scale temperature slider: position x in [0, 1] <-> T = t_min * (t_max / t_min)^x
+  const tS = slider("temperature T", "sv-temperature", 0, 1, 0.005);
+  const kS = slider("top k", "sv-top-k", 1, model.get("k_max"), 1);
+  const [tIn, tVal, kIn, kVal] = [tS.input, tS.value, kS.input, kS.value];
+  controls.append(tS.label, kS.label);
   const stats = h("div", "sv-readout sv-stats");
   const bars = h("div", "sv-bars");
   const sampleRow = h("div", "sv-controls");
   const button = h("button", "sv-sample", "sample 20 tokens");
   button.type = "button";
-  const onlyLabel = h("label", "sv-control");
   const only = h("input", "sv-only-top-k");
   only.type = "checkbox";
-  onlyLabel.append(only, " only from the top k");
-  sampleRow.append(button, onlyLabel);
+  sampleRow.append(button, labelled("", only, " only from the top k"));
   const samples = h("div", "sv-samples");
   root.append(title, controls, stats, bars, sampleRow, samples);
 
   let z = null, tokens = null, p = null, clicks = 0;
-  // log-scale temperature slider: position x in [0, 1] <-> T = t_min * (t_max / t_min)^x
   const toX = (T) => Math.log(T / model.get("t_min")) / Math.log(model.get("t_max") / model.get("t_min"));
   const toT = (x) => model.get("t_min") * Math.pow(model.get("t_max") / model.get("t_min"), x);
-  tIn.min = "0"; tIn.max = "1"; tIn.step = "0.005";
 
-  tIn.addEventListener("input", () => {
-    model.set("temperature", Math.round(toT(parseFloat(tIn.value)) * 1000) / 1000);
-    model.save_changes();
-  });
-  kIn.addEventListener("input", () => { model.set("top_k", parseInt(kIn.value, 10)); model.save_changes(); });
-  only.addEventListener("change", () => { model.set("sample_top_k", only.checked); model.save_changes(); });
+  tIn.addEventListener("input", () => save(model, "temperature", Math.round(toT(parseFloat(tIn.value)) * 1000) / 1000));
+  kIn.addEventListener("input", () => save(model, "top_k", parseInt(kIn.value, 10)));
+  only.addEventListener("change", () => save(model, "sample_top_k", only.checked));
   button.addEventListener("click", () => { clicks += 1; drawSamples(); });
 
   function readData() {
@@ -131,8 +95,7 @@ function render({ model, el }) {
     kIn.value = String(k);
     kVal.textContent = String(k);
     only.checked = model.get("sample_top_k");
-    title.textContent = model.get("title");
-    title.hidden = !model.get("title");
+    showTitle(title, model);
     let H = 0, topMass = 0;
     for (let i = 0; i < p.length; i++) if (p[i] > 0) H -= p[i] * Math.log2(p[i]);
     for (let i = 0; i < k; i++) topMass += p[i];
@@ -154,23 +117,16 @@ function render({ model, el }) {
     drawSamples();
   }
 
-  let pending = null;
-  const schedule = (data) => {
-    if (pending !== null) { pending = pending || data; return; }
-    pending = data;
-    queueMicrotask(() => { const d = pending; pending = null; if (d) readData(); draw(); });
-  };
-  const dataKeys = ["logits", "tokens", "ids", "k_max"];
-  const viewKeys = ["temperature", "top_k", "sample_top_k", "seed", "title", "t_min", "t_max"];
-  const onData = () => schedule(true), onView = () => schedule(false);
-  dataKeys.forEach((k) => model.on(`change:${k}`, onData));
-  viewKeys.forEach((k) => model.on(`change:${k}`, onView));
   readData();
   draw();
-  return () => {
-    dataKeys.forEach((k) => model.off(`change:${k}`, onData));
-    viewKeys.forEach((k) => model.off(`change:${k}`, onView));
-  };
+  // New scores (set_data from Python) are decoded again; everything else only redraws.
+  return onChanges(model, {
+    data: ["logits", "tokens", "k_max"],
+    view: ["temperature", "top_k", "sample_top_k", "seed", "title", "t_min", "t_max"],
+  }, (kinds) => {
+    if (kinds.has("data")) readData();
+    draw();
+  });
 }
 
 export default { render };

@@ -1,30 +1,13 @@
-// PositionalMatrix view (anywidget ES module, self-contained). The encodings are computed here, in the browser, from
-// the d_model / max_len / base sliders, with the same formula as seqviz.widgets.positional.sinusoidal_encoding:
+// PositionalMatrix view: its ES module is _prelude.js (palettes, h, slider, legend, onChanges, …) followed by this
+// file. The encodings are computed here, in the browser, from the d_model / max_len / base sliders, with the same
+// formula as seqviz.transformer.sinusoidal_encoding:
 //   P[p, 2i] = sin(p / base^(2i/d)),  P[p, 2i+1] = cos(p / base^(2i/d)).
 // State: d_model, max_len, base, dims (dimensions drawn as curves), positions ([p, q] compared), max_d_model,
 // max_max_len, title.
 
-const VIRIDIS = ["#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
-  "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725"];
-const RDBU = ["#053061", "#175290", "#2a71b2", "#3f8ec0", "#6bacd1", "#9bc9e0", "#c2ddec", "#e0ecf3", "#f7f6f6",
-  "#fbe5d8", "#fbccb4", "#f5aa89", "#e48066", "#d05548", "#ba2832", "#930e26", "#67001f"];
 const LINES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
 const SIDE = 256; // pixel side of the two matrix panels
 const PLOT_W = 380, PLOT_H = 256;
-
-function makeLut(stops) {
-  const rgb = stops.map((s) => [1, 3, 5].map((k) => parseInt(s.slice(k, k + 2), 16)));
-  const lut = new Uint8ClampedArray(256 * 3);
-  for (let q = 0; q < 256; q++) {
-    const x = (q / 255) * (rgb.length - 1);
-    const a = Math.min(Math.floor(x), rgb.length - 2);
-    const f = x - a;
-    for (let c = 0; c < 3; c++) lut[q * 3 + c] = Math.round(rgb[a][c] * (1 - f) + rgb[a + 1][c] * f);
-  }
-  return lut;
-}
-const LUT_V = makeLut(VIRIDIS);
-const LUT_D = makeLut(RDBU);
 
 // P as a Float64Array, row-major (maxLen, d): exported so a test can compare it with the Python reference.
 export function sinusoidalEncoding(maxLen, d, base) {
@@ -55,16 +38,8 @@ export function dotProducts(P, maxLen, d) {
   return S;
 }
 
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 // Draw a rows x cols matrix into a SIDE x SIDE canvas; values mapped through lut on [lo, hi].
 function paintMatrix(canvas, M, rows, cols, lo, hi, lut) {
-  canvas.width = SIDE; canvas.height = SIDE;
   const img = new ImageData(cols, rows);
   const px = img.data;
   const scale = hi > lo ? 255 / (hi - lo) : 0;
@@ -72,58 +47,21 @@ function paintMatrix(canvas, M, rows, cols, lo, hi, lut) {
     const q = Math.max(0, Math.min(255, Math.round((M[n] - lo) * scale))) * 3;
     px[4 * n] = lut[q]; px[4 * n + 1] = lut[q + 1]; px[4 * n + 2] = lut[q + 2]; px[4 * n + 3] = 255;
   }
-  const off = document.createElement("canvas");
-  off.width = cols; off.height = rows;
-  off.getContext("2d").putImageData(img, 0, 0);
-  const ctx = canvas.getContext("2d");
-  ctx.imageSmoothingEnabled = cols > SIDE || rows > SIDE;
-  ctx.drawImage(off, 0, 0, SIDE, SIDE);
-  return ctx;
-}
-
-function legendBar(lut, lo, hi, label) {
-  const box = h("div", "sv-legend");
-  box.appendChild(h("span", "", lo));
-  const c = h("canvas", "sv-legend-bar");
-  c.width = 120; c.height = 10;
-  const g = c.getContext("2d");
-  for (let x = 0; x < 120; x++) {
-    const q = Math.round((x / 119) * 255) * 3;
-    g.fillStyle = `rgb(${lut[q]},${lut[q + 1]},${lut[q + 2]})`;
-    g.fillRect(x, 0, 1, 10);
-  }
-  box.append(c, h("span", "", hi), h("span", "sv-legend-label", label));
-  return box;
-}
-
-function slider(labelText, cls, min, max, step) {
-  const label = h("label", "sv-control", `${labelText} `);
-  const input = h("input", cls);
-  input.type = "range";
-  input.min = String(min); input.max = String(max); input.step = String(step);
-  const value = h("span", "sv-value");
-  label.append(input, value);
-  return { label, input, value };
+  return blit(canvas, img, SIDE, SIDE, cols > SIDE || rows > SIDE);
 }
 
 function render({ model, el }) {
-  const root = h("div", "seqviz sv-pos");
-  el.appendChild(root);
-  const title = h("div", "sv-title");
-  const controls = h("div", "sv-controls");
+  const { root, title, controls } = frame(el, "sv-pos");
   const dS = slider("d_model", "sv-d-model", 2, model.get("max_d_model"), 2);
   const nS = slider("max_len", "sv-max-len", 2, model.get("max_max_len"), 1);
   const bS = slider("base", "sv-base", 0.3, 5, 0.05); // log10(base)
-  const dimsLabel = h("label", "sv-control", "dimensions ");
   const dimsInput = h("input", "sv-dims");
   dimsInput.type = "text";
   dimsInput.size = 14;
-  dimsLabel.appendChild(dimsInput);
-  const posLabel = h("label", "sv-control", "compare positions ");
   const pIn = h("input", "sv-pos-p"), qIn = h("input", "sv-pos-q");
   for (const e of [pIn, qIn]) { e.type = "number"; e.min = "0"; e.step = "1"; e.style.width = "4.5em"; }
-  posLabel.append(pIn, " and ", qIn);
-  controls.append(dS.label, nS.label, bS.label, dimsLabel, posLabel);
+  controls.append(dS.label, nS.label, bS.label, labelled("dimensions ", dimsInput),
+    labelled("compare positions ", pIn, " and ", qIn));
   const note = h("div", "sv-note");
 
   const panels = h("div", "sv-pos-panels");
@@ -149,7 +87,7 @@ function render({ model, el }) {
 
   let P = null, S = null, d = 0, n = 0, smin = 0, smax = 0;
 
-  const setAndSave = (k, v) => { model.set(k, v); model.save_changes(); };
+  const setAndSave = (k, v) => save(model, k, v);
   dS.input.addEventListener("input", () => setAndSave("d_model", parseInt(dS.input.value, 10)));
   nS.input.addEventListener("input", () => setAndSave("max_len", parseInt(nS.input.value, 10)));
   bS.input.addEventListener("input", () => {
@@ -192,13 +130,13 @@ function render({ model, el }) {
   const visiblePositions = () => model.get("positions").map((x) => Math.min(x, n - 1));
 
   function drawEncoding() {
-    const ctx = paintMatrix(encCanvas, P, n, d, -1, 1, LUT_D);
+    const ctx = paintMatrix(encCanvas, P, n, d, -1, 1, LUT_RDBU);
     const w = SIDE / d;
     visibleDims().forEach((k, j) => {
       ctx.fillStyle = LINES[j % LINES.length];
       ctx.fillRect(k * w, 0, Math.max(2, w), 5);
     });
-    encLegend.replaceChildren(legendBar(LUT_D, "\u22121", "1", "value"));
+    encLegend.replaceChildren(legend(LUT_RDBU, "\u22121", "1", "value", 120));
   }
 
   function drawCurves() {
@@ -250,18 +188,20 @@ function render({ model, el }) {
   }
 
   function drawSimilarity() {
-    const ctx = paintMatrix(simCanvas, S, n, n, smin, smax, LUT_V);
+    const ctx = paintMatrix(simCanvas, S, n, n, smin, smax, LUT_VIRIDIS);
     const [p, q] = visiblePositions();
     const c = SIDE / n;
-    ctx.strokeStyle = "#e4572e";
+    ctx.strokeStyle = ACCENT;
     ctx.lineWidth = 2;
     ctx.strokeRect(q * c - 1, p * c - 1, Math.max(c, 2) + 2, Math.max(c, 2) + 2);
-    simLegend.replaceChildren(legendBar(LUT_V, smin.toFixed(1), smax.toFixed(1), "dot product"));
+    simLegend.replaceChildren(legend(LUT_VIRIDIS, smin.toFixed(1), smax.toFixed(1), "dot product", 120));
     pair.textContent = `P[${p}] \u00b7 P[${q}] = ${S[p * n + q].toFixed(3)}  (p \u2212 q = ${p - q}; ` +
       `P[p] \u00b7 P[p] = ${S[p * n + p].toFixed(1)} for every p)`;
   }
 
   function syncControls() {
+    dS.input.max = String(model.get("max_d_model"));
+    nS.input.max = String(model.get("max_max_len"));
     dS.input.value = String(d); dS.value.textContent = String(d);
     nS.input.value = String(n); nS.value.textContent = String(n);
     const base = model.get("base");
@@ -270,8 +210,7 @@ function render({ model, el }) {
     const [p, q] = model.get("positions");
     pIn.max = qIn.max = String(n - 1);
     pIn.value = String(p); qIn.value = String(q);
-    title.textContent = model.get("title");
-    title.hidden = !model.get("title");
+    showTitle(title, model);
     root.dataset.dModel = String(d); root.dataset.maxLen = String(n); root.dataset.base = String(base);
   }
 
@@ -292,35 +231,23 @@ function render({ model, el }) {
   hover(simCanvas, () => n, () => n,
     (p, q) => `P[${p}] \u00b7 P[${q}] = ${S[p * n + q].toFixed(3)}  (p \u2212 q = ${p - q})`);
 
-  // Coalesce bursts of change events; recompute P and P P^T only when d_model, max_len or base changed.
-  let pending = null;
-  const schedule = (recompute) => {
-    if (pending !== null) { pending = pending || recompute; return; }
-    pending = recompute;
-    queueMicrotask(() => {
-      const full = pending;
-      pending = null;
-      if (full) compute();
-      syncControls();
-      if (full) drawEncoding();
-      drawCurves();
-      drawSimilarity();
-      if (!full) drawEncoding();
-    });
-  };
-  const heavy = ["d_model", "max_len", "base"], light = ["dims", "positions", "title"];
-  const onHeavy = () => schedule(true), onLight = () => schedule(false);
-  heavy.forEach((k) => model.on(`change:${k}`, onHeavy));
-  light.forEach((k) => model.on(`change:${k}`, onLight));
   compute();
   syncControls();
   drawEncoding();
   drawCurves();
   drawSimilarity();
-  return () => {
-    heavy.forEach((k) => model.off(`change:${k}`, onHeavy));
-    light.forEach((k) => model.off(`change:${k}`, onLight));
-  };
+  // Recompute P and P P^T only when d_model, max_len or base changed; the rest redraws from them.
+  return onChanges(model, {
+    heavy: ["d_model", "max_len", "base"],
+    light: ["dims", "positions", "title", "max_d_model", "max_max_len"],
+  }, (kinds) => {
+    const full = kinds.has("heavy");
+    if (full) compute();
+    syncControls();
+    drawEncoding();
+    drawCurves();
+    drawSimilarity();
+  });
 }
 
 export default { render };
