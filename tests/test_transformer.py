@@ -334,3 +334,25 @@ def test_mask_tokens_80_10_10():
     assert 0.77 < masked < 0.83 and 0.08 < same < 0.13
     with pytest.raises(ValueError, match="mask_id 60"):
         mask_tokens(ids, 60, 50)
+
+
+def test_random_windows_are_seeded_shifted_windows():
+    from seqviz.transformer import random_windows
+    ids = torch.arange(100) % 37
+    a, b = random_windows(ids, 3, 4, 10, seed=5), random_windows(ids, 3, 4, 10, seed=5)
+    assert all(torch.equal(p.x, q.x) for p, q in zip(a, b)) and a[0].x.shape == (4, 10)
+    assert torch.equal(a[1].x[:, 1:], a[1].y[:, :-1])
+    assert torch.equal(a[2].y, ids[(a[2].x[:, :1] + torch.arange(1, 11))])
+    with pytest.raises(ValueError, match="more than T=10"):
+        random_windows(torch.arange(5), 1, 1, 10)
+
+
+def test_window_loss_counts_every_position_once():
+    from seqviz.transformer import window_loss
+    m = _lm(max_len=8)
+    ids = torch.randint(23, (50,), generator=torch.Generator().manual_seed(9))
+    total = 0.0
+    for k in range(0, 49, 8):                                                     # windows 0-7, 8-15, ..., 48
+        x, y = ids[k:min(k + 8, 49)], ids[k + 1:min(k + 9, 50)]
+        total += float(torch.nn.functional.cross_entropy(m(x[None])[0][0], y, reduction="sum"))
+    assert window_loss(m, ids, 8, batch_size=2) == pytest.approx(total / 49, rel=1e-6)

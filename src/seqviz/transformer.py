@@ -20,13 +20,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqviz.data.batches import Batch
 from seqviz._checks import (IGNORE_INDEX, _IMPLS, _check_choice, _check_ids, _check_mask, _check_positive,
                             _check_targets)
 from seqviz.attention import attention
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "AttnOut", "FeedForward", "TransformerBlock",
            "BlockOut", "LearnedPositions", "SinusoidalPositions", "TransformerConfig", "TransformerLM",
-           "DecodeState", "mask_tokens", "EncoderDecoderConfig", "EncoderDecoderTransformer"]
+           "DecodeState", "mask_tokens", "random_windows", "window_loss"]
 
 _NORMS = ("post", "pre")
 _POSITIONS = ("learned", "sinusoidal", "none")
@@ -195,15 +196,22 @@ class MultiHeadAttention(nn.Module):
             if causal:
                 raise ValueError("causal=True is for self-attention: a decoder's cross-attention may look at every "
                                  "encoder position")
-        # (9.47) Q = X W_i^Q for every head i at once
-        q = self._split_heads(self.W_Q(x))                                        # (B, H, T_q, d_k)
+        if not cross and self.impl == "fused":
+            # (9.47) Q, K, V = X W_i^Q, X W_i^K, X W_i^V with one matmul: the three matrices stacked
+            w = torch.cat([self.W_Q.weight, self.W_K.weight, self.W_V.weight])    # (3 d_model, d_model)
+            b = None if self.W_Q.bias is None else torch.cat([self.W_Q.bias, self.W_K.bias, self.W_V.bias])
+            q, k, v = map(self._split_heads, F.linear(x, w, b).split(self.d_model, -1))  # 3 x (B, H, T_q, d_k)
+        else:
+            # (9.47) Q = X W_i^Q for every head i at once
+            q = self._split_heads(self.W_Q(x))                                    # (B, H, T_q, d_k)
         if cross and past_kv is not None:
             k, v = past_kv                                                        # the context's, computed once
         else:
-            src = context if cross else x
-            # (9.47) K = X W_i^K, V = X W_i^V
-            k = self._split_heads(self.W_K(src))                                  # (B, H, T_new, d_k)
-            v = self._split_heads(self.W_V(src))                                  # (B, H, T_new, d_k)
+            if cross or self.impl != "fused":
+                src = context if cross else x
+                # (9.47) K = X W_i^K, V = X W_i^V
+                k = self._split_heads(self.W_K(src))                              # (B, H, T_new, d_k)
+                v = self._split_heads(self.W_V(src))                              # (B, H, T_new, d_k)
             if past_kv is not None:
                 if past_kv[0].shape[0] != B:
                     raise ValueError(f"the cache holds {past_kv[0].shape[0]} sequences but x has {B}")
@@ -652,3 +660,48 @@ def mask_tokens(ids: Tensor, mask_id: int, vocab_size: int, p: float = 0.15, gen
     x = torch.where(chosen & (r >= 0.8) & (r < 0.9), rand_ids, x)
     y = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
     return x, y
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Data for a context-window LM: random training windows, and the benchmark's evaluation over fixed windows
+# ----------------------------------------------------------------------------------------------------------------
+def random_windows(ids: Tensor, n_batches: int, batch_size: int, T: int, seed: int = 0) -> list[Batch]:
+    """``n_batches`` Batches of ``batch_size`` windows of T tokens from random places of ``ids`` (1-D): x the
+    window, y the same window shifted by one (the next token at every position, all trained in parallel: SLP
+    Fig. 9.21). Seeded by ``seed`` alone, never the global RNG."""
+    _check_positive(n_batches=n_batches, batch_size=batch_size, T=T)
+    ids = torch.as_tensor(ids).long()
+    if ids.dim() != 1 or ids.numel() < T + 1:
+        raise ValueError(f"ids must be a 1-D sequence of more than T={T} token ids, got shape {tuple(ids.shape)}")
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(ids.numel() - T, (n_batches, batch_size), generator=g)   # (n, B)
+    rows = ids[start[..., None] + torch.arange(T + 1)]                              # (n, B, T + 1)
+    return [Batch(r[:, :-1], r[:, 1:]) for r in rows]                               # (B, T) each
+
+
+@torch.no_grad()
+def window_loss(model: nn.Module, ids: Tensor, T: int, batch_size: int = 256) -> float:
+    """Mean cross-entropy per token (nats) over non-overlapping windows of T tokens covering ``ids``: window k reads
+    ids[kT : kT + T] and predicts ids[kT + 1 : kT + T + 1]; every position counts (the last window may be shorter).
+    Each window starts with no context, so this is the loss of a model that sees at most T tokens."""
+    _check_positive(T=T, batch_size=batch_size)
+    ids = torch.as_tensor(ids).long()
+    n = ids.numel() - 1                                                             # positions with a next token
+    if ids.dim() != 1 or n < 1:
+        raise ValueError(f"ids must be a 1-D sequence of at least 2 token ids, got shape {tuple(ids.shape)}")
+    was = model.training
+    model.eval()
+    total = 0.0
+    try:
+        full = n // T
+        x = ids[:full * T].view(full, T)                                            # (n_windows, T)
+        y = ids[1:full * T + 1].view(full, T)                                       # (n_windows, T)
+        for i in range(0, full, batch_size):
+            logits, _ = model(x[i:i + batch_size])
+            total += float(F.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(), reduction="sum"))
+        if n > full * T:                                                            # the shorter last window
+            logits, _ = model(ids[full * T:n][None])
+            total += float(F.cross_entropy(logits[0], ids[full * T + 1:n + 1], reduction="sum"))
+    finally:
+        model.train(was)
+    return total / n
