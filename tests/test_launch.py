@@ -154,7 +154,9 @@ class _Links(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         href = dict(attrs).get("href") or ""
-        if tag == "a" and urlparse(href).hostname in LAUNCH_HOSTS:
+        u = urlparse(href)
+        # a launch link, not prose that mentions a service: Binder /v2/..., Colab /github/..., JupyterHub /hub/...
+        if tag == "a" and u.hostname in LAUNCH_HOSTS and u.path.startswith(("/v2/", "/github/", "/hub/")):
             self.hrefs.append(href)
 
 
