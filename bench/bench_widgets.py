@@ -3,9 +3,13 @@
 1. AttentionHeatmap with 12 layers x 12 heads x 128 tokens: Python preparation time and payload size, then in the
    browser the first render and the re-render after a selection change (layer/head select, one head and the
    all-heads grid). Target from issue 3: a re-render within 16 ms (one frame at 60 Hz).
-2. Page weight of the built "Visual tools" page (`make book` first): every byte the page loads, by kind.
+2. Payload of each widget as a page stores it (state JSON + base64 buffers, its ES module included), at sizes a
+   chapter uses.
+3. Page weight of the built "Visual tools" page (`make book` first): every byte the page loads, by kind; and the size
+   of the JS/fonts vendored for reading offline (served with every page, loaded only as needed).
 
-Run: .venv/bin/python bench/bench_widgets.py [--layers 12 --heads 12 --tokens 128 --repeats 60]
+The figures are printed and written to bench/results/widgets.json (with date, CPU, core count and torch version).
+Run: .venv/bin/python bench/bench_widgets.py [--quick] [--layers 12 --heads 12 --tokens 128 --repeats 60]
 """
 from __future__ import annotations
 
@@ -23,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from seqviz.widgets import AttentionHeatmap, causal_mask
+from _results import write_results  # bench/ is not a package: the benchmarks run as scripts
+from seqviz.attention import causal_mask
+from seqviz.widgets import AttentionHeatmap, LSTMGates, NextTokenDistribution, PositionalMatrix
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -82,7 +88,47 @@ def summarize(ms: list[float]) -> str:
     return f"median {q[0]:6.2f} ms   p95 {q[1]:6.2f} ms   max {max(ms):6.2f} ms"
 
 
-def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> None:
+def stored_size(widget) -> dict:
+    """Bytes a page stores for one widget: its state as JSON plus its byte buffers as base64 (as the widget-state
+    script of a built page holds them); of which the ES module and the buffers."""
+    state = widget.get_state()
+    buffers = {k: bytes(v) for k, v in state.items() if isinstance(v, (bytes, memoryview))}
+    json_part = {k: v for k, v in state.items() if k not in buffers}
+    return {"stored_bytes": len(json.dumps(json_part)) + sum(len(b64(v)) for v in buffers.values()),
+            "esm_bytes": len(state.get("_esm", "").encode()),
+            "buffer_bytes": sum(len(v) for v in buffers.values()), "buffers": sorted(buffers)}
+
+
+def bench_payloads(L: int, H: int, T: int) -> list[dict]:
+    """Stored size of each widget at a size a chapter uses (seeded random data: sizes do not depend on values)."""
+    rng = np.random.default_rng(0)
+    scores = np.where(causal_mask(T), rng.normal(size=(L, H, T, T)), -np.inf)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)  # (L, H, T, T)
+    steps, units, vocab = 60, 64, 10_000
+    gates = {n: rng.uniform(0, 1, size=(steps, units)) for n in "fio"}  # (T, units)
+    gates["g"] = rng.uniform(-1, 1, size=(steps, units))
+    gates["c"] = rng.normal(size=(steps, units)) * 2
+    gates["h"] = gates["o"] * np.tanh(gates["c"])
+    widgets = [
+        (f"AttentionHeatmap {L}x{H}x{T}x{T}, causal mask", AttentionHeatmap(w, [f"t{i}" for i in range(T)],
+                                                                             mask="causal")),
+        (f"LSTMGates 6 traces x {steps} steps x {units} units", LSTMGates(gates, [f"w{i}" for i in range(steps)])),
+        ("PositionalMatrix (computed in the browser)", PositionalMatrix()),
+        (f"NextTokenDistribution V={vocab:,}", NextTokenDistribution(rng.normal(size=vocab),
+                                                                      [f"w{i}" for i in range(vocab)])),
+    ]
+    rows = []
+    print("Payload stored in the page per widget (state JSON + base64 buffers; of which its ES module):")
+    for name, widget in widgets:
+        r = {"widget": name, **stored_size(widget)}
+        rows.append(r)
+        print(f"  {name:48s} {r['stored_bytes'] / 1e3:9.1f} kB   ES module {r['esm_bytes'] / 1e3:5.1f} kB   "
+              f"buffers {', '.join(r['buffers']) or '-'}")
+    return rows
+
+
+def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     allowed = causal_mask(T)
     scores = rng.normal(size=(L, H, T, T)) * 2
@@ -96,7 +142,9 @@ def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> None:
     state = widget.get_state()
     buffers = {k: v for k, v in state.items() if isinstance(v, (bytes, memoryview))}
     json_part = {k: v for k, v in state.items() if k not in buffers}
-    stored = len(json.dumps(json_part)) + sum(len(b64(bytes(v))) for v in buffers.values())
+    stored = stored_size(widget)["stored_bytes"]
+    out = {"shape": [L, H, T, T], "prepare_ms": prep * 1000, "weights_bytes": len(widget.weights),
+           "stored_bytes": stored, "rows": []}
     print(f"AttentionHeatmap {L} layers x {H} heads x {T} tokens ({w.size:,} weights)")
     print(f"  Python: check + quantise            {prep * 1000:8.1f} ms")
     print(f"  payload: weights {len(widget.weights) / 1e6:.2f} MB uint8 (float64 JSON would be "
@@ -120,6 +168,7 @@ def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> None:
             }
           }""", [state_js, {k: b64(bytes(v)) for k, v in buffers.items()}])
         first = page.evaluate("esm => window.start(esm)", state["_esm"])
+        out["first_render_ms"] = first
         print(f"  browser: first render               {first:8.1f} ms")
         for label, steps in [
             ("layer/head change, one head", [("layer", i % L) if k % 2 else ("head", (i * 5) % H)
@@ -134,17 +183,26 @@ def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> None:
                     frames.append(b)
             print(f"  re-render, {label:28s} {summarize(js)}   (to next frame: median "
                   f"{statistics.median(frames):.1f} ms)")
+            q = np.percentile(js, [50, 95])
+            out["rows"].append({"re-render": label, "median_ms": q[0], "p95_ms": q[1], "max_ms": max(js),
+                                "to_next_frame_median_ms": statistics.median(frames), "repeats": len(js)})
         if errors:
             print("  page errors:", errors)
+        out["page_errors"] = errors
         page.close()
         srv.shutdown()
+    return out
 
 
-def bench_page_weight(browser, book: Path) -> None:
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def bench_page_weight(browser, book: Path) -> dict | None:
     path = "book/visual_tools.html"
     if not (book / path).is_file():
         print(f"page weight: {book / path} is missing: run `make book` first")
-        return
+        return None
     srv, base = serve(book)
     page = browser.new_page(viewport={"width": 1300, "height": 1000})
     responses = []
@@ -186,6 +244,13 @@ def bench_page_weight(browser, book: Path) -> None:
     cacheable = sum(n for u, n in sizes.items() if u != path and not u.startswith("_images/"))
     print(f"  page-specific (HTML + figures): {(total - cacheable) / 1e6:.2f} MB; shared by every page: "
           f"{cacheable / 1e6:.2f} MB")
+    vendored = {"all (vendor/)": folder_bytes(book / "vendor"), "MathJax (vendor/mathjax/)":
+                folder_bytes(book / "vendor" / "mathjax")}
+    print(f"Vendored for reading offline: {vendored['all (vendor/)'] / 1e6:.2f} MB in vendor/, of which MathJax "
+          f"{vendored['MathJax (vendor/mathjax/)'] / 1e6:.2f} MB")
+    return {"page": path, "loaded_bytes": total, "requests": len(sizes), "outside_loopback": len(external),
+            "by_kind_bytes": dict(kinds), "widget_state_bytes": state_len,
+            "page_specific_bytes": total - cacheable, "vendored_bytes": vendored}
 
 
 def main() -> None:
@@ -203,9 +268,17 @@ def main() -> None:
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
-        bench_attention(browser, args.layers, args.heads, args.tokens, args.repeats)
-        bench_page_weight(browser, args.book)
+        attention = bench_attention(browser, args.layers, args.heads, args.tokens, args.repeats)
+        payloads = bench_payloads(args.layers, args.heads, args.tokens)
+        weight = bench_page_weight(browser, args.book)
         browser.close()
+    rows = attention.pop("rows")
+    figures = {"rows": rows, "attention": attention, "payload": payloads,
+               "settings": {"quick": args.quick, "layers": args.layers, "heads": args.heads, "tokens": args.tokens,
+                            "repeats": args.repeats, "browser": "Debian chromium, headless"}}
+    if weight is not None:
+        figures["page_weight"] = weight
+    write_results("widgets", figures)
 
 
 if __name__ == "__main__":
