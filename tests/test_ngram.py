@@ -18,6 +18,8 @@ from seqviz.data import Vocab
 from seqviz.ngram import NGramConfig, NGramLM, ScratchKN
 
 SAM = [s.split() for s in ("I am Sam", "Sam I am", "I do not like green eggs and ham")]  # SLP's toy corpus
+# The toy corpora below are read word for word (min_freq=1 keeps every type), as the hand counts assume; the default
+# vocabulary of raw text (training singletons -> <unk>) is tested at the end.
 ALPHABET = ["a", "b", "c", "d"]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -39,7 +41,7 @@ def model_and_context(draw, smoothings=("addk", "backoff", "kn")):
     elif smoothing == "backoff":
         extra["discount"] = draw(st.sampled_from([None, 0.1, 0.5, 0.9]))
     sents = draw(corpora)
-    lm = NGramLM(n=n, smoothing=smoothing, **extra).fit(sents)
+    lm = NGramLM(n=n, smoothing=smoothing, **extra, min_freq=1).fit(sents)
     length = draw(st.integers(0, n - 1))
     n_bos = draw(st.integers(0, length))
     ctx = ["<s>"] * n_bos + draw(st.lists(st.sampled_from(ALPHABET + ["zz"]), min_size=length - n_bos,
@@ -97,7 +99,7 @@ def predictable(lm):
 # MLE and counts, by hand
 # ---------------------------------------------------------------------------------------------------------------
 def test_mle_bigram_equals_hand_counts():
-    lm = NGramLM(n=2, smoothing="mle").fit(SAM)
+    lm = NGramLM(n=2, smoothing="mle", min_freq=1).fit(SAM)
     # C(<s> I) = 2, C(<s>) = 3; C(I am) = 2, C(I) = 3; C(Sam </s>) = 1, C(Sam) = 2; C(am Sam) = 1, C(am) = 2
     assert lm.prob("I", ["<s>"]) == pytest.approx(2 / 3)
     assert lm.prob("Sam", ["<s>"]) == pytest.approx(1 / 3)
@@ -111,28 +113,28 @@ def test_mle_bigram_equals_hand_counts():
 
 
 def test_mle_trigram_and_unigram_counts():
-    tri = NGramLM(n=3, smoothing="mle").fit(SAM)
+    tri = NGramLM(n=3, smoothing="mle", min_freq=1).fit(SAM)
     assert tri.prob("am", ["<s>", "I"]) == pytest.approx(1 / 2)        # "<s> I am" and "<s> I do"
     assert tri.prob("Sam", ["I", "am"]) == pytest.approx(1 / 2)        # C(I am Sam) = 1, C(I am) = 2
     assert tri.prob("Sam", ["<s>", "<s>"]) == pytest.approx(1 / 3)
     assert tri.count(["<s>", "<s>", "Sam"]) == 1 and tri.context_count(["<s>", "<s>"]) == 3
-    uni = NGramLM(n=1, smoothing="mle").fit(SAM)
+    uni = NGramLM(n=1, smoothing="mle", min_freq=1).fit(SAM)
     assert uni.prob("I") == pytest.approx(3 / 17) and uni.prob("</s>") == pytest.approx(3 / 17)
     assert uni.distribution().sum() == pytest.approx(1.0)
 
 
 def test_continuation_counts_by_hand():
-    lm = NGramLM(n=3).fit(SAM)
+    lm = NGramLM(n=3, min_freq=1).fit(SAM)
     assert lm.continuation_count("am") == 1      # only "I" precedes "am"
     assert lm.continuation_count("I") == 2       # <s> I, Sam I
     assert lm.continuation_count("</s>") == 3    # Sam, am, ham
     assert lm.continuation_count("Sam") == 2 and lm.count(["Sam"]) == 2
     with pytest.raises(ValueError, match="n >= 2"):
-        NGramLM(n=1).fit(SAM).continuation_count("I")
+        NGramLM(n=1, min_freq=1).fit(SAM).continuation_count("I")
 
 
 def test_num_ngrams_and_unseen_rates_by_hand():
-    lm = NGramLM(n=2, smoothing="mle").fit([["a", "b"], ["a", "c"]])
+    lm = NGramLM(n=2, smoothing="mle", min_freq=1).fit([["a", "b"], ["a", "c"]])
     # bigrams: <s> a (2), a b, b </s>, a c, c </s>
     assert [lm.num_ngrams(1), lm.num_ngrams(2)] == [4, 5]
     # test "a d": predictions a, <unk>, </s>; unigrams unseen: <unk>; bigrams unseen: a <unk>, <unk> </s>
@@ -208,8 +210,8 @@ def test_scratch_kn_equals_fast_in_every_context(n, discount):
     sents = zipf_corpus()
     if discount == "per order":
         discount = [0.2, 0.9, 0.4, 1.0][:n]
-    fast = NGramLM(n=n, smoothing="kn", discount=discount).fit(sents)
-    scratch = ScratchKN(n=n, discount=discount).fit(sents)
+    fast = NGramLM(n=n, smoothing="kn", discount=discount, min_freq=1).fit(sents)
+    scratch = ScratchKN(n=n, discount=discount, min_freq=1).fit(sents)
     if discount is None and n > 1:  # (1.9) really estimated three different discounts, at the top order too
         assert len(set(np.round(fast.discounts_used[-1], 12))) == 3
     np.testing.assert_allclose(scratch.discounts_used, fast.discounts_used, rtol=0, atol=0)
@@ -240,7 +242,7 @@ def test_scratch_kn_equals_fast_on_random_corpora(lm_ctx):
 @settings(max_examples=30, deadline=None)
 @given(corpora, corpora, st.integers(1, 4))
 def test_scratch_kn_scores_sentences_like_the_fast_one(train, test, n):
-    fast, scratch = NGramLM(n=n).fit(train), ScratchKN(n=n).fit(train)
+    fast, scratch = NGramLM(n=n, min_freq=1).fit(train), ScratchKN(n=n, min_freq=1).fit(train)
     np.testing.assert_allclose(scratch.logprobs(test + [["zz", "a"]]), fast.logprobs(test + [["zz", "a"]]),
                                rtol=1e-12, atol=0)
 
@@ -258,7 +260,7 @@ def test_scratch_kn_generates_like_the_fast_one_and_keeps_the_vocabulary():
 
 def test_scratch_kn_reads_its_tables_like_the_equations():
     """(1.6)-(1.8) by hand on SAM with one discount D = 0.5 at every order, bigram model."""
-    lm = ScratchKN(n=2, discount=0.5).fit(SAM)
+    lm = ScratchKN(n=2, discount=0.5, min_freq=1).fit(SAM)
     # top order: raw counts after "I": am 2, do 1 -> sum 3; gamma(I) = (0.5 + 0.5) / 3
     assert lm.cp[("I", "am")] == 2 and lm.cp[("I", "do")] == 1 and lm.total[("I",)] == 3
     assert lm.gamma[("I",)] == pytest.approx(1 / 3)
@@ -285,7 +287,7 @@ def test_scratch_kn_errors():
     with pytest.raises(TypeError, match="not one string"):
         ScratchKN(n=2).fit("I am Sam")
     with pytest.raises(ValueError, match="at most 1 previous tokens"):
-        ScratchKN(n=2).fit(SAM).prob("Sam", ["I", "am"])
+        ScratchKN(n=2, min_freq=1).fit(SAM).prob("Sam", ["I", "am"])
 
 
 @settings(max_examples=60, deadline=None)
@@ -321,11 +323,11 @@ def test_context_followed_by_every_word(smoothing):
 @settings(max_examples=40, deadline=None)
 @given(corpora, corpora, st.integers(1, 4))
 def test_with_smoothing_equals_a_fresh_fit(train, test, n):
-    base = NGramLM(n=n, smoothing="kn").fit(train)
+    base = NGramLM(n=n, smoothing="kn", min_freq=1).fit(train)
     before = base.logprobs(test)
     for smoothing, kw in [("mle", {}), ("laplace", {}), ("addk", {"k": 0.3}), ("backoff", {}),
                           ("backoff", {"discount": 0.4}), ("kn", {}), ("kn", {"discount": 0.5})]:
-        fresh = NGramLM(n=n, smoothing=smoothing, **kw).fit(train)
+        fresh = NGramLM(n=n, smoothing=smoothing, **kw, min_freq=1).fit(train)
         np.testing.assert_array_equal(base.with_smoothing(smoothing, **kw).logprobs(test), fresh.logprobs(test))
     np.testing.assert_array_equal(base.logprobs(test), before)  # the original model is untouched
     with pytest.raises(ValueError, match="cannot change"):
@@ -337,7 +339,7 @@ def test_modified_kn_discounts_follow_chen_goodman():
     zipf = 1 / np.arange(1, 301)
     sents = [list(rng.choice([f"w{i}" for i in range(300)], size=rng.integers(3, 12), p=zipf / zipf.sum()))
              for _ in range(400)]
-    lm = NGramLM(n=3, smoothing="kn").fit(sents)
+    lm = NGramLM(n=3, smoothing="kn", min_freq=1).fit(sents)
     counts = ref_counts(sents, 3)
     top = np.array(list(counts[3].values()))
     n1, n2, n3, n4 = (np.sum(top == r) for r in (1, 2, 3, 4))
@@ -347,7 +349,7 @@ def test_modified_kn_discounts_follow_chen_goodman():
     n1, n2, n3, n4 = (np.sum(cont == r) for r in (1, 2, 3, 4))
     Y = n1 / (n1 + 2 * n2)
     np.testing.assert_allclose(lm.discounts_used[1], [1 - 2 * Y * n2 / n1, 2 - 3 * Y * n3 / n2, 3 - 4 * Y * n4 / n3])
-    bo = NGramLM(n=2, smoothing="backoff").fit(sents)
+    bo = NGramLM(n=2, smoothing="backoff", min_freq=1).fit(sents)
     big = np.array(list(counts[2].values()))
     assert bo.discounts_used[1] == pytest.approx(np.sum(big == 1) / (np.sum(big == 1) + 2 * np.sum(big == 2)))
 
@@ -390,7 +392,7 @@ def test_nltk_agrees_on_laplace_and_kneser_ney(sents, n):
     nltk_lm = pytest.importorskip("nltk.lm")  # test-only dependency (the dev extra)
     text = [our_ngrams(s, n) for s in sents]
     vocab = nltk_lm.Vocabulary([w for s in sents for w in s] + ["</s>"], unk_label="<unk>")
-    pairs = [(NGramLM(n=n, smoothing="laplace").fit(sents), nltk_lm.Laplace(n, vocabulary=vocab))]
+    pairs = [(NGramLM(n=n, smoothing="laplace", min_freq=1).fit(sents), nltk_lm.Laplace(n, vocabulary=vocab))]
     if n > 1:
         pairs.append((NGramLM(n=n, smoothing="kn", discount=[0.0] + [0.1] * (n - 1)).fit(sents),
                       nltk_lm.KneserNeyInterpolated(n, discount=0.1, vocabulary=vocab)))
@@ -414,7 +416,7 @@ def test_nltk_standard_pipeline_counts_extra_predictions():
     nltk_predictions = sum(len(list(ngrams(list(pad_sequence(s, n, pad_left=True, pad_right=True,
                                                              left_pad_symbol="<s>", right_pad_symbol="</s>")), n)))
                            for s in sents)
-    ours = len(NGramLM(n=n).fit(sents).logprobs(sents))
+    ours = len(NGramLM(n=n, min_freq=1).fit(sents).logprobs(sents))
     assert ours == sum(len(s) + 1 for s in sents) == 17
     assert nltk_predictions == sum(len(s) + n - 1 for s in sents) == 20
     train, _ = padded_everygram_pipeline(n, sents)
@@ -427,7 +429,7 @@ def test_nltk_standard_pipeline_counts_extra_predictions():
 # ---------------------------------------------------------------------------------------------------------------
 def test_perplexity_equals_formula_by_hand():
     # Laplace bigram on two sentences; predictable V = {a, b, </s>, <unk>} = 4
-    lm = NGramLM(n=2, smoothing="laplace").fit([["a", "b"], ["a"]])
+    lm = NGramLM(n=2, smoothing="laplace", min_freq=1).fit([["a", "b"], ["a"]])
     # counts: <s> a: 2 (C(<s>)=2); a b: 1, a </s>: 1 (C(a)=2); b </s>: 1 (C(b)=1)
     # test "a b": P(a|<s>) = 3/6, P(b|a) = 2/6, P(</s>|b) = 2/5 -> N = 3 predictions
     p = Fraction(3, 6) * Fraction(2, 6) * Fraction(2, 5)
@@ -440,7 +442,7 @@ def test_perplexity_equals_formula_by_hand():
 
 
 def test_mle_perplexity_is_infinite_or_undefined_on_unseen_events():
-    lm = NGramLM(n=2, smoothing="mle").fit([["a", "b"]])
+    lm = NGramLM(n=2, smoothing="mle", min_freq=1).fit([["a", "b"]])
     assert lm.perplexity([["a", "b"]]) == pytest.approx(1.0)  # every prediction certain
     assert lm.perplexity([["b", "a"]]) == math.inf           # P(b | <s>) = 0
     assert math.isnan(lm.perplexity([["zz", "a"]]))            # context <unk> never seen: 0/0
@@ -452,7 +454,7 @@ def test_mle_perplexity_is_infinite_or_undefined_on_unseen_events():
 # The LM interface, temperature and sampling
 # ---------------------------------------------------------------------------------------------------------------
 def test_next_token_logits_uses_the_last_n_minus_1_tokens_and_restarts_after_eos():
-    lm = NGramLM(n=3).fit(SAM)
+    lm = NGramLM(n=3, min_freq=1).fit(SAM)
     ids = lm.vocab.encode
     z = lm.next_token_logits(ids(["I", "do", "not"]))
     assert isinstance(z, torch.Tensor) and z.shape == (len(lm.vocab),) and z.dtype == torch.float64
@@ -465,7 +467,7 @@ def test_next_token_logits_uses_the_last_n_minus_1_tokens_and_restarts_after_eos
 
 
 def test_temperature_is_renormalised_power():
-    lm = NGramLM(n=2).fit(SAM)
+    lm = NGramLM(n=2, min_freq=1).fit(SAM)
     p = lm.distribution(["I"])
     for T in (0.5, 2.0):
         q = p ** (1 / T)
@@ -475,7 +477,7 @@ def test_temperature_is_renormalised_power():
 
 
 def test_generation_is_seeded_in_vocabulary_and_greedy_is_argmax():
-    lm = NGramLM(n=2).fit(SAM)
+    lm = NGramLM(n=2, min_freq=1).fit(SAM)
     a = lm.generate(["I"], 20, temperature=1.5, seed=3)
     assert a == lm.generate(["I"], 20, temperature=1.5, seed=3)
     assert all(t in lm.vocab and t not in ("<s>", "<pad>") for t in a)
@@ -501,7 +503,7 @@ def test_config_presets_and_overrides():
     lm = NGramLM(NGramConfig.full(), smoothing="laplace")
     assert lm.n == 5 and lm.config.smoothing == "addk" and lm.config.k == 1.0
     assert "not fitted" in repr(lm)
-    assert "2-grams" in repr(NGramLM(n=2).fit(SAM))
+    assert "2-grams" in repr(NGramLM(n=2, min_freq=1).fit(SAM))
 
 
 def test_user_vocabulary_closed_with_unk():
@@ -560,7 +562,7 @@ def test_bad_corpora():
 
 
 def test_bad_queries():
-    lm = NGramLM(n=3).fit(SAM)
+    lm = NGramLM(n=3, min_freq=1).fit(SAM)
     with pytest.raises(ValueError, match="at most 2 previous tokens"):
         lm.prob("Sam", ["I", "do", "not"])
     with pytest.raises(ValueError, match="at most 2 previous tokens"):
@@ -581,13 +583,14 @@ def test_bad_queries():
         lm.count(["I", "am", "Sam", "I"])
     with pytest.raises(ValueError, match="empty"):
         lm.perplexity([])
-    assert NGramLM(n=1).fit(SAM).prob("Sam", []) == pytest.approx(NGramLM(n=1).fit(SAM).prob("Sam"))
+    uni = NGramLM(n=1, min_freq=1).fit(SAM)
+    assert uni.prob("Sam", []) == pytest.approx(uni.prob("Sam"))
     with pytest.raises(ValueError, match="or an empty context"):
-        NGramLM(n=1).fit(SAM).prob("Sam", ["I"])
+        NGramLM(n=1, min_freq=1).fit(SAM).prob("Sam", ["I"])
 
 
 def test_unknown_tokens_map_to_unk_or_fail_clearly():
-    lm = NGramLM(n=2).fit(SAM)
+    lm = NGramLM(n=2, min_freq=1).fit(SAM)
     assert lm.prob("zebra", ["I"]) == lm.prob("<unk>", ["I"]) > 0
     assert lm.prob("am", ["zebra"]) == lm.prob("am", ["<unk>"])
     no_unk = Vocab(["<s>", "</s>", "I", "am", "Sam", "do", "not", "like", "green", "eggs", "and", "ham"], unk=None,
@@ -604,7 +607,7 @@ def test_unknown_tokens_map_to_unk_or_fail_clearly():
 
 @pytest.mark.parametrize("T", [0, -1.0])
 def test_bad_temperature(T):
-    lm = NGramLM(n=2).fit(SAM)
+    lm = NGramLM(n=2, min_freq=1).fit(SAM)
     with pytest.raises(ValueError, match="temperature must be > 0"):
         lm.generate(["I"], 5, temperature=T)
     with pytest.raises(ValueError, match="temperature must be > 0"):
@@ -625,3 +628,65 @@ def test_ptb_kneser_ney_5gram_matches_the_published_figure():
     assert len(lm.logprobs(test)) == 82_430  # 78,669 words + 3,761 </s>
     assert lm.V_pred == 10_000               # the standard 10k: 9,999 word types (with <unk>) and </s>
     assert 139 < lm.perplexity(test) < 148   # Mikolov et al. (2011): 141.2 for KN5
+# ---------------------------------------------------------------------------------------------------------------
+# Raw text: the default vocabulary learns <unk> from the training singletons
+# ---------------------------------------------------------------------------------------------------------------
+def _novels(seed: int, n_books: int = 6, sentences: int = 1500, V: int = 20_000, zipf: float = 1.1):
+    """Books of one 'author': a Zipfian vocabulary of V types and a random bigram habit (each word has five favourite
+    successors, used 60% of the time). Raw text: there is no <unk> in it, and the held-out book has words that the
+    others never use."""
+    rng = np.random.default_rng(seed)
+    p = np.arange(1, V + 1) ** -zipf
+    cdf = np.cumsum(p / p.sum())  # (V,)
+
+    def draw(size):
+        return np.minimum(np.searchsorted(cdf, rng.random(size)), V - 1)
+
+    successors = draw((V, 5))  # (V, 5)
+    words = np.array([f"w{i}" for i in range(V)])
+    books = []
+    for _ in range(n_books):
+        book = []
+        for L in rng.integers(5, 25, sentences):
+            habit, free, pick = rng.random(L) < 0.6, draw(L), rng.integers(0, 5, L)
+            s = [int(free[0])]
+            for t in range(1, L):
+                s.append(int(successors[s[-1], pick[t]]) if habit[t] else int(free[t]))
+            book.append(words[s].tolist())
+        books.append(book)
+    return books
+
+
+def test_default_vocabulary_on_raw_text_learns_unk_and_keeps_kneser_ney_ahead():
+    books = _novels(0)
+    train, held_out = [s for b in books[:5] for s in b], books[5]
+    unknown = {w for s in held_out for w in s} - {w for s in train for w in s}
+    assert unknown  # the held-out novel has words the training novels never use
+    kn = NGramLM(n=3, smoothing="kn").fit(train)  # the default: min_freq=None
+    singletons = {w for w, c in Counter(w for s in train for w in s).items() if c == 1}
+    assert singletons and not (singletons & set(kn.vocab.itos))  # seen once -> <unk>, so <unk> is trained
+    assert kn.count(["<unk>"]) == len(singletons)
+    backoff = kn.with_smoothing("backoff")
+    pp_kn, pp_bo = kn.perplexity(held_out), backoff.perplexity(held_out)
+    assert pp_kn < 0.95 * pp_bo, (pp_kn, pp_bo)  # the right order: Kneser-Ney beats absolute-discount backoff
+    # every type kept (min_freq=1): <unk> never trained, unknown words get the uniform floor, the order flips,
+    # and scoring says why
+    kn1 = NGramLM(n=3, smoothing="kn", min_freq=1).fit(train)
+    assert kn1.count(["<unk>"]) == 0
+    with pytest.warns(UserWarning, match="never occurs in training"):
+        pp_kn1, pp_bo1 = kn1.perplexity(held_out), kn1.with_smoothing("backoff").perplexity(held_out)
+    assert pp_kn1 > pp_bo1 and pp_kn1 > 1.3 * pp_kn
+
+
+def test_default_vocabulary_keeps_a_closed_vocabulary_whole():
+    # text that already has <unk> (as PTB) keeps every type, singletons included: PTB's numbers do not move
+    sents = [["a", "<unk>", "b"], ["a", "c"], ["b", "a"]]
+    lm = NGramLM(n=2).fit(sents)
+    assert {"a", "b", "c", "<unk>"} <= set(lm.vocab.itos) and lm.count(["c"]) == 1
+    assert NGramLM(n=2, min_freq=1).fit([["a", "b"], ["a"]]).count(["b"]) == 1  # explicit min_freq is obeyed
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_min_freq(bad):
+    with pytest.raises(ValueError, match="min_freq must be a positive integer"):
+        NGramLM(n=2, min_freq=bad)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import warnings
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -52,7 +53,9 @@ class NGramConfig:
     k: float = 1.0                  # add-k pseudo-count (addk only); "laplace" forces k = 1
     discount: float | Sequence[float] | None = None  # kn/backoff: None = estimated from count-of-counts;
     #                                 a float = one D for every order; kn also takes one D per order (unigram first)
-    min_freq: int = 1               # when fit() builds the vocabulary: rarer training words become <unk>
+    min_freq: int | None = None     # when fit() builds the vocabulary: rarer training words become <unk>;
+    #                                 None = 1 if the text already has <unk> (a closed vocabulary such as PTB's),
+    #                                 else 2: training singletons become <unk>, so <unk> is learned (see _fit_vocab)
 
     @classmethod
     def tiny(cls) -> "NGramConfig":
@@ -136,6 +139,10 @@ class _NGramBase:
             cfg = replace(cfg, smoothing="addk", k=1.0)
         if cfg.smoothing == "addk" and not (isinstance(cfg.k, (int, float)) and cfg.k > 0):
             raise ValueError(f"add-k needs k > 0 (k = 0 is plain MLE: use smoothing='mle'), got k={cfg.k!r}")
+        if cfg.min_freq is not None and (isinstance(cfg.min_freq, bool) or not isinstance(cfg.min_freq, int)
+                                         or cfg.min_freq < 1):
+            raise ValueError(f"min_freq must be a positive integer (1 keeps every training word) or None (1 if the "
+                             f"text already has <unk>, else 2), got {cfg.min_freq!r}")
         self.discounts = self._check_discount(cfg)  # (n, 3) for kn, (n,) for backoff, or None = estimate at fit
         self.config = cfg
         self.n = cfg.n
@@ -164,7 +171,13 @@ class _NGramBase:
         if not any(sentences):
             raise ValueError("the training corpus has no tokens (every sentence is empty): give it some text")
         if vocab is None:
-            vocab = Vocab.build(sentences, min_freq=self.config.min_freq)
+            vocab = Vocab.build(sentences, min_freq=self.config.min_freq or 1)
+            if self.config.min_freq is None and vocab.unk_id is not None and not vocab.counts[vocab.itos[vocab.unk_id]]:
+                # Raw text: with every training word in the vocabulary, <unk> would never be seen in training and
+                # each unknown test word would get only the uniform floor 1/V, dominating perplexity. So, as for a
+                # closed vocabulary (SLP 3.3.1), words seen once become <unk> and the model learns how often, and
+                # after which contexts, a word it does not know appears.
+                vocab = Vocab.build(sentences, min_freq=2)
         if not isinstance(vocab, Vocab):
             raise TypeError(f"vocab must be a seqviz.data.Vocab, got {type(vocab).__name__}")
         if vocab.bos_id is None or vocab.eos_id is None:
@@ -559,10 +572,23 @@ class NGramLM(_NGramBase):
         tok, pos, pred = self._stream(sentences)
         ids = self._ids_of_stream(tok, pos)
         at = np.flatnonzero(pred)
+        self._warn_untrained_unk(tok[at])
         ctx = [np.zeros(len(at), np.int64)] + [ids[m - 1][at - 1] for m in range(1, self.n)]
         gram = [ids[m][at] for m in range(self.n)]
         with np.errstate(divide="ignore"):
             return np.log(self._probs(ctx, gram))
+
+    def _warn_untrained_unk(self, predicted: np.ndarray, limit: float = 0.01) -> None:
+        """Warn when over ``limit`` of the predicted tokens (Q,) are <unk> but training never saw <unk>."""
+        unk = self.vocab.unk_id
+        if unk is None or self._orders[0].count[unk] > 0 or not len(predicted):
+            return
+        rate = float(np.mean(predicted == unk))
+        if rate > limit:
+            warnings.warn(f"{rate:.1%} of the evaluated tokens are unknown words (<unk>) but <unk> never occurs in "
+                          "training, so each gets only the uniform floor 1/V and they dominate the perplexity; "
+                          "fit with the default min_freq=None (training singletons become <unk>) or min_freq=2, or "
+                          "a vocabulary whose rare training words are <unk>", stacklevel=3)
 
     def perplexity(self, sentences: Sequence[Sequence[str]]) -> float:
         """(9.2) PP(W) = P(w_1..w_N)^(-1/N), by (9.1) = exp(-(1/N) sum_i log P(w_i | w_{i-n+1:i-1})).
