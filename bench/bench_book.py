@@ -1,0 +1,131 @@
+"""Benchmark: the book as a class meets it: each chapter notebook's run time, and each built page's weight.
+
+    .venv/bin/python bench/bench_book.py                    # run every notebook of _toc.yml, weigh _build/html
+    .venv/bin/python bench/bench_book.py --no-run           # page weights only (after `make book`)
+    .venv/bin/python bench/bench_book.py --notebooks notebooks/03_rnn.ipynb
+
+Run time: wall and CPU seconds of ``jupyter nbconvert --execute`` on a temporary copy (the notebook in the repository is
+not touched), kernel start and imports included, as a student pressing "Run all" meets it. CPU seconds are the
+children's user + system time, so on a loaded machine the wall time grows and the CPU time much less. Page weight:
+the HTML file (which holds the widget state and the plots' text inline), the images it loads from ``_images``, and the
+widget state alone; the vendored JavaScript that every page shares is counted once, separately. The design's budget is
+2 MB a page.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _results import write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE_BUDGET_KB = 2048
+WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
+IMG = re.compile(r'<img[^>]+src="([^"]+)"')
+
+
+def toc_files() -> list[str]:
+    """The files of _toc.yml in reading order (root first), without suffix."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    out = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                out.append(node["file"])
+            for k, v in node.items():
+                if k != "file":
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return out
+
+
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_notebook(path: Path, timeout: int) -> dict:
+    """Execute a copy of the notebook in its own folder (so relative paths work); wall and CPU seconds."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / path.name
+        cmd = [str(jupyter), "nbconvert", "--to", "notebook", "--execute", f"--ExecutePreprocessor.timeout={timeout}",
+               "--output", str(out), str(path)]
+        cpu0, t0 = cpu_children(), time.perf_counter()
+        proc = subprocess.run(cmd, cwd=path.parent, capture_output=True, text=True)
+        wall, cpu = time.perf_counter() - t0, cpu_children() - cpu0
+    if proc.returncode != 0:
+        raise SystemExit(f"{path} failed to run:\n{proc.stderr[-3000:]}")
+    cells = sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
+    return {"notebook": str(path.relative_to(ROOT)), "code cells": cells, "wall s": wall, "CPU s": cpu}
+
+
+def page_weight(html_root: Path, name: str) -> dict | None:
+    page = html_root / f"{name}.html"
+    if not page.is_file():
+        return None
+    text = page.read_text(errors="replace")
+    images = 0
+    for src in set(IMG.findall(text)):
+        f = (page.parent / src).resolve()
+        if f.is_file() and html_root.resolve() in f.parents:
+            images += f.stat().st_size
+    state = sum(len(m.encode()) for m in WIDGET_STATE.findall(text))
+    total = page.stat().st_size + images
+    return {"page": name, "html KB": page.stat().st_size / 1024, "images KB": images / 1024,
+            "widget state KB": state / 1024, "total KB": total / 1024, "within 2 MB": total / 1024 <= PAGE_BUDGET_KB}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-run", "--quick", action="store_true",
+                    help="skip running the notebooks: page weights only (`make bench BENCH_ARGS=--quick`)")
+    ap.add_argument("--notebooks", nargs="+", help="notebooks to run (default: every .ipynb in _toc.yml)")
+    ap.add_argument("--html", default=str(ROOT / "_build" / "html"), help="the built book (default _build/html)")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = ap.parse_args()
+
+    files = toc_files()
+    figures: dict = {}
+    if not args.no_run:
+        notebooks = [Path(p).resolve() for p in args.notebooks] if args.notebooks else \
+            [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").is_file() and f.startswith("notebooks/")]
+        rows = []
+        for nb in notebooks:
+            rows.append(run_notebook(nb, args.timeout))
+            r = rows[-1]
+            print(f"{r['notebook']:40s} {r['wall s']:7.1f} s wall {r['CPU s']:7.1f} s CPU  ({r['code cells']} cells)")
+        figures["rows"] = rows
+    html = Path(args.html)
+    if (html / "index.html").is_file():
+        pages = [w for f in files if (w := page_weight(html, f))]
+        for p in pages:
+            print(f"{p['page']:40s} {p['total KB']:8.0f} KB (widget state {p['widget state KB']:.0f} KB)")
+        figures["pages"] = pages
+        vendor = html / "vendor"
+        if vendor.is_dir():
+            figures["shared"] = {"vendored JS/fonts KB (loaded once, cached)":
+                                 sum(f.stat().st_size for f in vendor.rglob("*") if f.is_file()) / 1024}
+    else:
+        print(f"no built book at {html}: run `make book` for the page weights", file=sys.stderr)
+    if not figures:
+        raise SystemExit("nothing measured: run the notebooks (drop --no-run) or build the book first")
+    write_results("book", figures)
+
+
+if __name__ == "__main__":
+    main()
