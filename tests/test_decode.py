@@ -380,3 +380,24 @@ def test_decoding_errors_say_what_to_give():
     model = _tiny_rnn_lm()
     with pytest.raises(ValueError, match="empty batch"):
         generate(model, [], 3)                                           # an RNN needs at least <s>
+
+
+def test_suppressed_tokens_are_never_generated():
+    model = _tiny_rnn_lm()
+    free = generate(model, [2], 30, greedy=True)
+    banned = sorted(set(free))[:2]
+
+    def masked(ctx):                                                     # the same, by hand over the whole context
+        z = model.next_token_logits(ctx).clone()
+        z[banned] = -math.inf
+        return z
+
+    out = generate(model, [2], 30, greedy=True, suppress_ids=banned)
+    assert not set(out) & set(banned) and out == _reference_generate(masked, [2], 30, greedy=True)
+    sampled = generate(model, [2], 30, temperature=2.0, seed=0, suppress_ids=banned)
+    assert sampled == _reference_generate(masked, [2], 30, temperature=2.0, seed=0)
+    _same_beams(beam_search(model, [2], 3, 6, suppress_ids=banned), _reference_beam(masked, [2], 3, 6))
+    with pytest.raises(ValueError, match="suppress_ids"):
+        generate(model, [2], 3, suppress_ids=[23])
+    with pytest.raises(ValueError, match="leave no token"):
+        generate(lambda c: torch.tensor([0.0, -math.inf]), [0], 3, suppress_ids=[0])

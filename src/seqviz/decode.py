@@ -146,15 +146,18 @@ def _model_device(model) -> torch.device:
 
 
 def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, expand: Expand,
-            stop_id: int | None, length_penalty: float, state: Any = None) -> list[Hypothesis]:
+            stop_id: int | None, length_penalty: float, state: Any = None,
+            suppress_ids: Sequence[int] = ()) -> list[Hypothesis]:
     """Grow up to ``width`` hypotheses from one prompt, all scored in one batch per step; best first.
 
     ``expand(logits (N, V), live) -> [(row, token, log-prob), ...]`` proposes continuations of the N live
     hypotheses, in preference order. A continuation ending in ``stop_id`` is finished; the first ``width`` others
     stay live. The loop ends at ``max_new_tokens``, when nothing is live, or when ``width`` finished hypotheses
     rank at least as high as the best live one. Ranking divides the log-probability by ``len ** length_penalty``.
+    Tokens in ``suppress_ids`` get the score -inf (never chosen, and the others renormalised without them).
     """
     stepper = as_stepper(model)
+    suppress = [int(i) for i in suppress_ids]
     device = _model_device(stepper)
 
     def rank(hyp: Hypothesis) -> float:
@@ -173,6 +176,13 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
             finished: list[Hypothesis] = []
             for t in range(max_new_tokens):
                 z = _as_batch_logits(logits, len(live))                           # (N, V)
+                if suppress:
+                    if max(suppress) >= z.shape[1] or min(suppress) < 0:
+                        raise ValueError(f"suppress_ids {suppress} must be token ids in [0, {z.shape[1]})")
+                    z = z.clone()                                                 # never write into the model's
+                    z[:, suppress] = -math.inf
+                    if not torch.isfinite(z).any(1).all():
+                        raise ValueError("suppress_ids leave no token to choose: every other score is -inf")
                 chosen = expand(z, live)
                 rows, new_live = [], []
                 for row, token, lp in chosen:
@@ -200,13 +210,14 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
 
 def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, stop_id: int | None = None,
-             seed: int | None = None, state: Any = None) -> list[int]:
+             seed: int | None = None, state: Any = None, suppress_ids: Sequence[int] = ()) -> list[int]:
     """Extend ``prompt_ids`` one token at a time; stops after ``stop_id`` (kept) or ``max_new_tokens``.
 
     ``model`` is a stepper (e.g. a RecurrentLM: each token costs one step) or a score function (re-scores the whole
     context). ``greedy=True`` takes the arg-max each step (the T -> 0 limit of sampling). ``seed`` makes a sampled
     run repeatable without touching the global random state. ``state`` is the stepper's state before the prompt
-    (None: the start; a seq2seq decoder's may hold the encoder outputs). Returns only the new ids.
+    (None: the start; a seq2seq decoder's may hold the encoder outputs). Tokens in ``suppress_ids`` are never
+    generated (their logit is set to -inf, e.g. ``<unk>``). Returns only the new ids.
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
@@ -223,19 +234,20 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *, temperatu
             out.append((row, nxt, lp + float(torch.log_softmax(z[row], 0)[nxt])))
         return out
 
-    (ids, _), = _decode(model, prompt_ids, max_new_tokens, 1, expand, stop_id, 0.0, state)
+    (ids, _), = _decode(model, prompt_ids, max_new_tokens, 1, expand, stop_id, 0.0, state, suppress_ids)
     return ids
 
 
 def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens: int,
                 stop_id: int | None = None, length_penalty: float = 0.0, *,
-                state: Any = None) -> list[tuple[list[int], float]]:
+                state: Any = None, suppress_ids: Sequence[int] = ()) -> list[tuple[list[int], float]]:
     """Keep the ``beam_size`` best continuations by total log-probability; return them best first.
 
     All live hypotheses are scored as one batch (one ``step`` per token); ``reorder_state`` keeps the rows of the
     survivors. Scores are normalised with log_softmax, so logits and log-probs both work. A hypothesis that emits
     ``stop_id`` is finished. Ranking divides the log-probability by ``len ** length_penalty`` (0 = plain sum,
-    which favours short outputs; about 0.6-1.0 counters that). Returns ``(new_ids, logprob)`` pairs.
+    which favours short outputs; about 0.6-1.0 counters that). ``state`` and ``suppress_ids`` as in ``generate``.
+    Returns ``(new_ids, logprob)`` pairs.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
@@ -255,4 +267,5 @@ def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens
         n = len(live[0][0]) + 1                                                    # every candidate's length
         return sorted(candidates, key=lambda c: rank(n, c[2]), reverse=True)
 
-    return _decode(model, prompt_ids, max_new_tokens, beam_size, expand, stop_id, length_penalty, state)
+    return _decode(model, prompt_ids, max_new_tokens, beam_size, expand, stop_id, length_penalty, state,
+                   suppress_ids)
