@@ -20,8 +20,9 @@ as its equations (dicts of token tuples, one query at a time) for reading; ``NGr
 whole corpus: the m-gram ending at each position gets an integer id, built order by order as the rank of the pair
 (id of its first m-1 tokens, last token) among all pairs (``np.unique``), so lookups are ``np.searchsorted`` over
 sorted int64 keys and no Python dict is touched per token. The two are tested equal to 1e-12.
-Equation numbers: (9.1)-(9.2) are SLP 3rd ed. ch. 9 (chain rule, perplexity); (1.x) number the n-gram formulas
-(SLP ch. 3; Chen & Goodman 1999) in this book's chapter 1, ``notebooks/01_ngrams.ipynb``.
+Equation numbers: (9.1) perplexity P(w_1..w_N)^(-1/N), (9.2) the same with the chain rule expanded and (9.10) the
+chain rule are SLP 3rd ed. draft ch. 9; (1.x) number the n-gram formulas (SLP ch. 3; Chen & Goodman 1999) in this
+book's chapter 1, ``notebooks/01_ngrams.ipynb``.
 Logs are natural logs. Shapes: V is the vocabulary size, Q a number of queries.
 """
 from __future__ import annotations
@@ -591,13 +592,14 @@ class NGramLM(_NGramBase):
                           "a vocabulary whose rare training words are <unk>", stacklevel=3)
 
     def perplexity(self, sentences: Sequence[Sequence[str]]) -> float:
-        """(9.2) PP(W) = P(w_1..w_N)^(-1/N), by (9.1) = exp(-(1/N) sum_i log P(w_i | w_{i-n+1:i-1})).
+        """Perplexity (9.1) PP(W) = P(w_1..w_N)^(-1/N); with the chain rule expanded (9.2) and in logs,
+        PP(W) = exp(-(1/N) sum_i log P(w_i | w_{i-n+1:i-1})), the exponential of the cross-entropy per prediction.
 
         N counts every word plus one </s> per sentence; the <s> padding is context only, never predicted.
         MLE gives inf when a test n-gram was never seen and NaN when a test context was never seen.
         """
         lp = self.logprobs(sentences)
-        # (9.2) the exponential of the mean negative log-probability per prediction
+        # (9.2) in logs: perplexity = exp of the mean negative log-probability per prediction
         return float(np.exp(-lp.mean()))
 
     def _log_distribution(self, h: np.ndarray) -> np.ndarray:
@@ -621,7 +623,7 @@ class NGramLM(_NGramBase):
             return np.log(p)
 
     def sentence_logprob(self, sentence: Sequence[str]) -> float:
-        """(9.1) chain rule under (1.1): log P(w_1..w_L </s>) = sum_i log P(w_i | w_{i-n+1:i-1})."""
+        """The chain rule (9.10) under (1.1): log P(w_1..w_L </s>) = sum_i log P(w_i | w_{i-n+1:i-1})."""
         return float(self.logprobs([sentence]).sum())
 
     # ---------------------------------------------------------------------------------------------- counts
