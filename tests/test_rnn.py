@@ -355,6 +355,31 @@ def test_a_layer_needs_a_cell():
         PairRNN(3, 4, impl="fused")
 
 
+def test_map_state_keeps_the_structure_and_the_encoder_checks_its_layer():
+    from typing import NamedTuple
+
+    from seqviz.rnn import RecurrentEncoder, map_state, state_h
+
+    class HC(NamedTuple):
+        h: torch.Tensor
+        c: torch.Tensor
+
+    s = {"dec": HC(torch.ones(2, 3), torch.zeros(2, 3)), "enc": [torch.arange(6.).view(2, 3)], "none": None}
+    doubled = map_state(lambda t: t * 2, s)
+    assert isinstance(doubled["dec"], HC) and torch.equal(doubled["dec"].h, torch.full((2, 3), 2.0))
+    assert isinstance(doubled["enc"], list) and doubled["none"] is None
+    assert state_h(HC(torch.ones(1), torch.zeros(1))).item() == 1.0
+    with pytest.raises(TypeError, match="a state must be a Tensor"):
+        map_state(lambda t: t, "h")
+    with pytest.raises(ValueError, match="RecurrentLayer reading d_emb=8"):
+        RecurrentEncoder(10, 8, ElmanRNN(6, 4))
+    with pytest.raises(ValueError, match="RecurrentLayer reading d_emb=8"):
+        RecurrentEncoder(10, 8, torch.nn.RNN(8, 4))
+    enc = RecurrentEncoder(10, 8, PairRNN(8, 4, bidirectional=True), pad_id=0)
+    h, (h_n, c_n), mask = enc(torch.tensor([[3, 4, 0]]))
+    assert h.shape == (1, 3, 8) and h_n.shape == (2, 1, 4) and mask.tolist() == [[True, True, False]]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # backpropagation through time, by hand
 
