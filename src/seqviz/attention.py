@@ -314,7 +314,7 @@ class Seq2SeqConfig:
     @classmethod
     def tiny(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
         """Trains the date task in well under a minute on a laptop CPU."""
-        return cls(src_vocab, tgt_vocab, **{"d_emb": 32, "d_h": 64, **kw})
+        return cls(src_vocab, tgt_vocab, **{"d_emb": 32, "d_h": 64, "bidirectional": True, **kw})
 
     @classmethod
     def full(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
@@ -557,9 +557,20 @@ class Seq2SeqDecoder:
                             state.mask.index_select(0, index), state.feed.index_select(0, index))
 
     def next_token_logits(self, context_ids) -> Tensor:
-        """Logits (V,) after ``context_ids`` (starting with <s>) for the first source of the batch."""
-        ids = torch.as_tensor([list(context_ids)], dtype=torch.long)                # (1, t)
-        z, _ = self.step(ids, None)
+        """Logits (V,) after ``context_ids`` (starting with <s>) for the first source of the batch.
+
+        The state after each context is remembered, so a search that extends contexts one token at a time costs
+        one decoder step per call (the encoder ran once, in ``Seq2Seq.start``)."""
+        ctx = tuple(int(i) for i in context_ids)
+        if not ctx:
+            raise ValueError("context_ids is empty: start the context with <s> (config.bos_id)")
+        cache = self.__dict__.setdefault("_cache", {})
+        if ctx[:-1] in cache:
+            state = cache[ctx[:-1]][1]
+            z, st = self.step(torch.tensor([[ctx[-1]]]), state)
+        else:
+            z, st = self.step(torch.tensor([list(ctx)]), None)                      # (1, t) from the start
+        cache[ctx] = (z, st)
         return z[0]
 
 
