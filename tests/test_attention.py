@@ -512,3 +512,23 @@ def test_date_pairs_and_exact_match():
         def greedy(self, x, mask, max_len):
             return [task.test_tgt[i] for i in range(len(x))]
     assert exact_match(Oracle(), task.test_src, task.test_tgt, 0, batch_size=100).all()
+
+
+def test_seq2seq_decoder_is_a_stepper_beams_scored_as_one_batch():
+    from seqviz.decode import Stepper, beam_search, generate
+    m = _s2s(attention="additive").eval()
+    src, mask, _ = _pair_batch()
+    greedy = m.greedy(src, mask, max_len=6)
+    calls = []
+    for b in range(3):
+        dec = m.start(src[b:b + 1, :int(mask[b].sum())])
+        assert isinstance(dec, Stepper)
+        real_step = dec.step
+        dec.step = lambda ids, st, _f=real_step: (calls.append(ids.shape[0]), _f(ids, st))[1]
+        assert generate(dec, [2], 6, greedy=True, stop_id=3) == greedy[b]
+        assert beam_search(dec, [2], 1, 6, stop_id=3)[0][0] == greedy[b]
+        batched = beam_search(dec, [2], 3, 6, stop_id=3)
+        by_context = beam_search(m.start(src[b:b + 1, :int(mask[b].sum())]).next_token_logits, [2], 3, 6, stop_id=3)
+        assert [ids for ids, _ in batched] == [ids for ids, _ in by_context]
+        assert np.allclose([lp for _, lp in batched], [lp for _, lp in by_context], atol=1e-5)
+    assert max(calls) == 3          # the beam's 3 hypotheses went through one step call together
