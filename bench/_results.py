@@ -19,13 +19,14 @@ import json
 import math
 import os
 import platform
+import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine() -> dict:
-    """Date, CPU model, core count, torch version and threads: what a figure depends on."""
+    """Date, CPU model, core count, torch version, threads and the command run: what a figure depends on."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -36,9 +37,11 @@ def machine() -> dict:
                 break
     except OSError:
         pass
+    command = " ".join(["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cpu": cpu,
             "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "command": command}  # e.g. a --quick run, so the appendix says which figures it shows
 
 
 def write_results(name: str, figures: dict) -> Path:
@@ -136,10 +139,11 @@ def html_table(rows, columns=None, caption: str | None = None) -> str:
 
 
 def machine_line(figures: dict) -> str:
-    """'measured DATE on CPU (N cores, torch V, T threads)': what a file's figures depend on."""
+    """'measured DATE on CPU (N cores, torch V, T threads) by `COMMAND`': what a file's figures depend on."""
     m = figures.get("machine") or {}
-    return (f"measured {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores, torch "
+    line = (f"measured {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores, torch "
             f"{m.get('torch', '?')}, {m.get('threads', '?')} threads, {m.get('cpu_capability', '?')})")
+    return line + (f" by `{m['command']}`" if m.get("command") else "")
 
 
 def sections(figures: dict) -> list[tuple[str, str]]:

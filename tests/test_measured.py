@@ -85,9 +85,12 @@ def test_html_table_rejects_what_is_not_a_table():
 
 def test_write_results_records_the_machine(tmp_path, monkeypatch):
     monkeypatch.setattr(_results, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(sys, "argv", ["/x/bench/bench_demo.py", "--quick"])
     path = _results.write_results("demo", {"rows": [{"name": "a", "test": 1.5}]})
     data = json.loads(path.read_text())
     assert set(data["machine"]) >= {"date", "cpu", "cores", "torch", "threads"} and data["rows"][0]["test"] == 1.5
+    assert data["machine"]["command"] == "python bench/bench_demo.py --quick"  # a quick run says so on the page
+    assert _results.machine_line(data).endswith("by `python bench/bench_demo.py --quick`")
 
 
 def test_page_is_executed_at_every_build_and_reads_the_results():
