@@ -133,7 +133,9 @@ def insert(path: Path, root: Path = ROOT) -> bool:
     else:
         first_code = next((j for j, c in enumerate(nb["cells"]) if c["cell_type"] == "code"), len(nb["cells"]))
         nb["cells"].insert(first_code, new)
-    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    import nbformat  # its writer keeps the notebook's own formatting (sorted keys, indent 1): a small diff
+
+    Path(path).write_text(nbformat.writes(nbformat.from_dict(nb), version=nbformat.NO_CONVERT) + "\n")
     return True
 
 

@@ -347,3 +347,11 @@ def test_postbuild_script_runs_make_setup_with_the_image_prefix(tmp_path):
     out = subprocess.run(["bash", str(ROOT / "postBuild")], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 3
+
+
+def test_every_chapter_notebook_starts_with_the_current_install_cell():
+    """Colab opens a notebook with nothing installed: its first code cell must install seqviz (hidden in the book)."""
+    problems = [msg for name in toc_notebooks() if name.startswith("notebooks/")
+                if (msg := colab_cell.check(ROOT / f"{name}.ipynb"))]
+    assert not problems, ("\n".join(problems) + "\nrun `python scripts/colab_cell.py --insert notebooks/*.ipynb`, "
+                          "then re-execute those notebooks")
