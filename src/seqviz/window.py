@@ -1,12 +1,16 @@
 """Chapter 2: the fixed-window neural language model (Bengio et al. 2003, simplified as in SLP §9.1, Fig. 9.1).
 
 The model reads the ``n`` previous words w_{t-n} .. w_{t-1}, looks up one embedding per word in a shared table E,
-concatenates them, and maps them through one hidden layer to a distribution over the next word (numbered as in
-the chapter, notebooks/02_fixed_window.ipynb):
+concatenates them, and maps them through one hidden layer to a distribution over the next word. The equations are
+Bengio et al.'s (without their direct embedding-to-output connections); SLP draws the network (Fig. 9.1) but does not
+number them, so (2.x) are the book's numbers, as in the chapter, notebooks/02_fixed_window.ipynb:
 
     (2.1) e = [E_{w_{t-n}}; ...; E_{w_{t-1}}]   (n*d,)   concatenated embeddings (rows of E)
     (2.2) h = f(W e + b1)                      (d_h,)     hidden layer, f = tanh or relu
     (2.3) y = softmax(U h + b2)                (V,)     P(w_t | w_{t-n} .. w_{t-1})
+
+U is the output matrix here, as in Bengio et al.; in the recurrent models (seqviz.rnn, SLP (9.3)-(9.4)) U is the
+recurrent matrix and V the output one. E holds one row per word (V, d), where SLP holds one column per word.
 
 It stores no n-gram counts: every context, seen or not, gets a distribution from the same (E, W, b1, U, b2), and
 words with similar embeddings give similar predictions. But the window is fixed: nothing before w_{t-n} can matter,
