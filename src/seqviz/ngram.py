@@ -413,7 +413,9 @@ class NGramLM(_NGramBase):
         """Count every m-gram (m = 1..n) of the padded training sentences and build the estimator.
 
         ``sentences``: token lists without boundary markers (e.g. ``corpus.sentences("train")``). ``vocab``: a
-        closed vocabulary; without one it is built from the training text (``min_freq``), always with ``<unk>``.
+        closed vocabulary; without one it is built from the training text, always with ``<unk>``: by default
+        (``min_freq=None``) every type if the text already has ``<unk>`` (PTB), else the words seen at least twice,
+        so that training singletons become ``<unk>`` and the model learns to predict unknown words.
         """
         sentences = self._fit_vocab(sentences, vocab)
         tok, pos, pred = self._stream(sentences)
