@@ -532,3 +532,21 @@ def test_seq2seq_decoder_is_a_stepper_beams_scored_as_one_batch():
         assert [ids for ids, _ in batched] == [ids for ids, _ in by_context]
         assert np.allclose([lp for _, lp in batched], [lp for _, lp in by_context], atol=1e-5)
     assert max(calls) == 3          # the beam's 3 hypotheses went through one step call together
+
+
+def test_translation_pairs_translate_and_bleu():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import Seq2Seq, bleu, translate, translation_pairs
+    from seqviz.data import Corpus, SentencePair
+    pairs = [SentencePair(f"Ich sehe {n} Hunde.", f"I see {n} dogs.") for n in range(2, 40)]
+    corpus = Corpus("toy", tuple(pairs[:30]), tuple(pairs[30:34]), tuple(pairs[34:]), "test", "none")
+    task, bpe = translation_pairs(corpus, num_merges=30, batch_size=8)
+    assert "".join(task.src_vocab.itos[i] for i in task.test_src[0]) == pairs[34].source
+    assert bpe["tgt"].decode(bpe["tgt"].encode(pairs[0].target)) == pairs[0].target
+    m = Seq2Seq(task.config(d_h=8, d_emb=4))
+    assert len(translate(m, task, 1, max_len=5)) == 4 and len(translate(m, task, 2, n=2, max_len=5)) == 2
+    refs = [t for _, t in task.test_text]
+    assert bleu(refs, refs) == pytest.approx(100.0)
+    assert bleu(["a b c d"] * 4, refs) < 5
+    with pytest.raises(ValueError, match="one reference per hypothesis"):
+        bleu(refs[:2], refs)

@@ -15,7 +15,8 @@ from torch import Tensor, nn
 __all__ = ["causal_mask", "masked_softmax", "attention", "DotScore", "GeneralScore", "AdditiveScore",
            "SoftAttention", "SelfAttentionExample", "we_wash_our_cats", "SeedBeamScorer", "beam_steps",
            "Seq2SeqConfig", "Seq2Seq", "Seq2SeqState", "Seq2SeqDecoder", "inverse_sigmoid_decay",
-           "PairTask", "pair_task", "date_pairs", "exact_match"]
+           "PairTask", "pair_task", "date_pairs", "exact_match",
+           "translation_pairs", "translate", "bleu"]
 
 
 def causal_mask(tq: int, tk: int | None = None) -> np.ndarray:
@@ -541,7 +542,7 @@ class Seq2SeqDecoder:
 
     @torch.no_grad()
     def step(self, ids: Tensor, state: Seq2SeqState | None = None) -> tuple[Tensor, Seq2SeqState]:
-        ids = torch.as_tensor(ids, dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long).to(self.encoded.enc.device)
         if ids.dim() != 2 or ids.shape[1] == 0:
             raise ValueError(f"ids must have shape (B, t_new) with t_new >= 1, got {tuple(ids.shape)}")
         st = self._initial(ids.shape[0]) if state is None else state
@@ -552,7 +553,7 @@ class Seq2SeqDecoder:
 
     @staticmethod
     def reorder_state(state: Seq2SeqState, index: Tensor) -> Seq2SeqState:
-        index = torch.as_tensor(index, dtype=torch.long)
+        index = torch.as_tensor(index, dtype=torch.long).to(state.enc.device)
         return Seq2SeqState(_map(lambda s: s.index_select(1, index), state.dec), state.enc.index_select(0, index),
                             state.mask.index_select(0, index), state.feed.index_select(0, index))
 
@@ -649,6 +650,68 @@ def exact_match(model: Seq2Seq, src: list[list[int]], tgt: list[list[int]], pad_
     ok = []
     for i in range(0, len(src), batch_size):
         x, mask = pad_batch(src[i:i + batch_size], pad_id)                        # (B, S) x2
-        out = model.greedy(x, mask, max_len=max_len)
+        device = next(model.parameters()).device if isinstance(model, nn.Module) else x.device
+        out = model.greedy(x.to(device), mask.to(device), max_len=max_len)
         ok.extend(o == list(g) for o, g in zip(out, tgt[i:i + batch_size]))
     return torch.tensor(ok)
+
+
+def translation_pairs(corpus, num_merges: int = 4000, batch_size: int = 64, *, seed: int = 0,
+                      max_tokens: int = 60) -> tuple[PairTask, dict]:
+    """Sentence pairs (``SentencePair`` records of a Corpus, e.g. ``load_corpus("trans_de_en")``) as BPE pieces.
+
+    One BPE per language is learned on its training side (Sennrich et al., 2016); pairs longer than ``max_tokens``
+    pieces on either side are dropped from training only. Returns the task and ``{"src": BPE, "tgt": BPE}``.
+    """
+    from seqviz.data.bpe import BPE
+    train = list(corpus.train)
+    if not train or not hasattr(train[0], "source"):
+        raise ValueError("translation_pairs needs a corpus of SentencePair records, such as trans_de_en")
+    bpe = {"src": BPE.learn((p.source for p in train), num_merges),
+           "tgt": BPE.learn((p.target for p in train), num_merges)}
+
+    def enc(pairs, drop_long: bool):
+        out = [(bpe["src"].encode(p.source), bpe["tgt"].encode(p.target)) for p in pairs]
+        return [(s, t) for s, t in out if not drop_long or (len(s) <= max_tokens and len(t) <= max_tokens)]
+
+    test = list(corpus.test)
+    task = pair_task(enc(train, True), enc(corpus.valid, False), enc(test, False), batch_size, seed=seed,
+                     test_text=[(p.source, p.target) for p in test])
+    return task, bpe
+
+
+@torch.no_grad()
+def translate(model: Seq2Seq, task: PairTask, beam_size: int = 1, *, n: int | None = None,
+              max_len: int = 80, length_penalty: float = 1.0) -> list[str]:
+    """Decode the first ``n`` held-out sources (all by default) as text: batched greedy for ``beam_size=1``, else
+    ``seqviz.decode.beam_search`` per sentence with the beam scored as one batch."""
+    from seqviz.data import pad_batch
+    from seqviz.decode import beam_search
+    src = task.test_src[:n]
+    device = next(model.parameters()).device
+    itos, eos = task.tgt_vocab.itos, task.tgt_vocab.eos_id
+    outs: list[list[int]] = []
+    if beam_size == 1:
+        for i in range(0, len(src), 256):
+            x, mask = pad_batch(src[i:i + 256], task.src_vocab.pad_id)             # (B, S) x2
+            outs.extend(model.greedy(x.to(device), mask.to(device), max_len=max_len))
+    else:
+        model.eval()
+        for s in src:
+            dec = model.start(torch.tensor([s], device=device))
+            outs.append(beam_search(dec, [task.tgt_vocab.bos_id], beam_size, max_len, stop_id=eos,
+                                    length_penalty=length_penalty)[0][0])
+    return ["".join(itos[i] for i in o if i != eos).strip() for o in outs]
+
+
+def bleu(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus BLEU (sacrebleu, its default 13a tokenisation) of detokenised hypotheses against one reference each."""
+    try:
+        import sacrebleu
+    except ImportError:
+        raise ImportError("BLEU needs sacrebleu: pip install -c requirements/constraints.txt sacrebleu "
+                          "(it is in the dev extra)") from None
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need one reference per hypothesis (and at least one): {len(hypotheses)} vs "
+                         f"{len(references)}")
+    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)

@@ -90,13 +90,17 @@ class BPE:
         while len(merges) < num_merges and heap:
             # the most frequent pair (ties: the smallest pair), Sennrich et al. (2016), Algorithm 1
             neg, pair = heapq.heappop(heap)
-            if pairs.get(pair, 0) != -neg:
-                continue                                       # its count changed since this entry was pushed
-            n = -neg
+            n = pairs.get(pair, 0)
+            if n != -neg:
+                # a stale entry: counts of old pairs only fall, so re-file it under its current count
+                if n > 0:
+                    heapq.heappush(heap, (-n, pair))
+                continue
             if n < min_freq:
                 break
             merges.append(pair)
             new = pair[0] + pair[1]
+            grown: set[tuple[str, str]] = set()                # pairs holding the new symbol: the only ones that grow
             for i in list(where[pair]):
                 old = words[i]
                 merged = _merge_word(old, pair, new)
@@ -111,11 +115,12 @@ class BPE:
                     pairs[p] += counts[i]
                     where[p].add(i)
                 words[i] = merged
-                for p in set(zip(old, old[1:])) | set(zip(merged, merged[1:])):
-                    if p in pairs and p != pair:
-                        heapq.heappush(heap, (-pairs[p], p))
+                grown.update(p for p in zip(merged, merged[1:]) if new in p)
             pairs.pop(pair, None)
             where.pop(pair, None)
+            for p in grown:
+                if p in pairs:
+                    heapq.heappush(heap, (-pairs[p], p))
         return cls(merges)
 
     def _encode_word(self, word: str) -> tuple[str, ...]:
