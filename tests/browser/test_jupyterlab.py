@@ -124,12 +124,16 @@ def lab(tmp_path_factory):
         yield base, server_log
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
+            proc.terminate()  # the server shuts its kernels down itself
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                proc.kill()
                 proc.wait(5)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything it left behind in its session (a stuck kernel)
+        except ProcessLookupError:
+            pass
         log.close()
 
 
@@ -174,11 +178,13 @@ KERNEL_IDLE = """() => {
   return !!(s && s.session && s.session.kernel && s.session.kernel.status === 'idle');
 }"""
 
-RUN_CELL = """async (i) => {
+RUN_CELL = """async ([i, ms]) => {
   const panel = jupyterapp.shell.currentWidget;
   panel.content.activeCellIndex = i;
   panel.content.deselectAll();
-  await jupyterapp.commands.execute('notebook:run-cell');
+  // page.evaluate has no timeout of its own: a hung kernel must fail the test, not stall it
+  await Promise.race([jupyterapp.commands.execute('notebook:run-cell'),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`cell ${i} still running after ${ms} ms`)), ms))]);
   const cell = panel.content.widgets[i];
   return { count: cell.model.executionCount, outputs: cell.model.outputs.toJSON() };
 }"""
@@ -186,7 +192,7 @@ RUN_CELL = """async (i) => {
 
 def run_cell(page, i: int) -> list[dict]:
     """Run cell i in the live kernel, wait for the kernel to be idle again, return the cell's outputs."""
-    res = page.evaluate(RUN_CELL, i)
+    res = page.evaluate(RUN_CELL, [i, CELL_TIMEOUT])
     page.wait_for_function(KERNEL_IDLE)
     res = page.evaluate("(i) => { const c = jupyterapp.shell.currentWidget.content.widgets[i];"
                         " return {count: c.model.executionCount, outputs: c.model.outputs.toJSON()}; }", i)
