@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from seqviz.data.tasks import AGREEMENT_VERBS, agreement_examples, agreement_vocabulary
 from seqviz.data import Batch, StreamBatcher, pad_batch
 from seqviz.lstm import (GATES, GRU, LSTM, TORCH_LSTM_GATE_ORDER, GRUCell, GRULM, GRUTrace, LSTMCell, LSTMClassifier,
-                         LSTMLM, LSTMLMConfig, LSTMTrace, state_grad_norms)
+                         LSTMLM, LSTMLMConfig, LSTMTrace, most_correlated_units, play_indicators,
+                         state_grad_norms)
 from seqviz.rnn import ElmanCell, RNNClassifierConfig, lm_step
 
 TOL = 1e-5
@@ -418,3 +419,34 @@ def test_state_grad_norms_match_autograd_and_lstm_keeps_the_gradient():
     e = state_grad_norms(elman, x, lambda h: h.sum())
     lstm = state_grad_norms(cell, x, lambda h: h.sum())
     assert e[20] / e[0] < 1e-3 < lstm[20] / lstm[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the unit search
+
+
+def test_play_indicators_mark_what_a_reader_sees():
+    text = "AJAX.\nYou dog! [Strikes him.]\n"
+    ind = play_indicators(text)
+    assert all(v.shape == (len(text),) for v in ind.values())
+    inside = "".join(ch for ch, b in zip(text, ind["in [brackets]"]) if b)
+    assert inside == "[Strikes him.]"
+    names = "".join(ch for ch, b in zip(text, ind["in speaker name"]) if b)
+    assert names == "AJAX."
+    assert ind["position in line"][text.index("Y")] == 0 and ind["position in line"][text.index("d")] == 4
+    with pytest.raises(ValueError, match="non-empty string"):
+        play_indicators("")
+
+
+def test_most_correlated_units_finds_a_planted_unit():
+    g = gen(6)
+    ind = {"a": (torch.arange(50) % 7).float(), "b": (torch.arange(50) > 20).float()}
+    values = randn(50, 6, g=g)
+    values[:, 4] = -3 * ind["b"] + 0.01 * values[:, 4]                         # unit 4 tracks "b", inverted
+    found = most_correlated_units(values, ind)
+    assert found["b"][0] == 4 and found["b"][1] < -0.99
+    assert abs(found["a"][1]) < 0.7                                            # nothing planted for "a"
+    with pytest.raises(ValueError, match=r"values must be \(T, d_h\).*trace.c\[0\]"):
+        most_correlated_units(values[None], ind)
+    with pytest.raises(ValueError, match="same text"):
+        most_correlated_units(values[:40], ind)
