@@ -27,7 +27,8 @@ from seqviz.attention import attention
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "AttnOut", "FeedForward", "TransformerBlock",
            "BlockOut", "LearnedPositions", "SinusoidalPositions", "TransformerConfig", "TransformerLM",
-           "DecodeState", "mask_tokens", "random_windows", "window_loss"]
+           "DecodeState", "mask_tokens", "random_windows", "window_loss", "EncoderDecoderConfig",
+           "EncoderDecoderTransformer", "EncDecState"]
 
 _NORMS = ("post", "pre")
 _POSITIONS = ("learned", "sinusoidal", "none")
@@ -635,8 +636,10 @@ class TransformerLM(nn.Module):
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int, **kw) -> list[int]:
         """Extend a prompt (SLP Fig. 9.22) with ``seqviz.decode.generate`` (greedy, temperature, top-k; keyword
         arguments pass through). Returns the new ids only."""
-        from seqviz.decode import generate
-        return generate(self.next_token_logits, prompt_ids, max_new_tokens, **kw)
+        import seqviz.decode as decode
+        # a decoder that takes steppers reads through the key/value cache; an older one re-scores the context
+        model = self if hasattr(decode, "as_stepper") else self.next_token_logits
+        return decode.generate(model, prompt_ids, max_new_tokens, **kw)
 
 
 def mask_tokens(ids: Tensor, mask_id: int, vocab_size: int, p: float = 0.15, generator: torch.Generator | None = None,
@@ -705,3 +708,201 @@ def window_loss(model: nn.Module, ids: Tensor, T: int, batch_size: int = 256) ->
     finally:
         model.train(was)
     return total / n
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The encoder-decoder transformer (Vaswani et al. 2017; SLP 9.9)
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class EncoderDecoderConfig:
+    """Sizes of an encoder-decoder transformer; the target side's ``bos_id`` starts decoding and ``pad_id`` fills
+    the decoder input where targets are IGNORE_INDEX. Presets ``tiny`` and ``full``."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    bos_id: int                  # target-side <s>, the decoder's first input
+    pad_id: int                  # target-side padding id (decoder input past </s>; never scored)
+    max_len: int = 128           # longest source and longest target
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 2          # blocks on each side
+    d_ff: int | None = None
+    dropout: float = 0.0
+    norm: str = "pre"
+    positions: str = "learned"   # "learned" or "sinusoidal"
+    activation: str = "gelu"
+    bias: bool = True
+    tie_weights: bool = True     # the decoder's output layer is its embedding matrix transposed
+    impl: str = "fused"
+    eps: float = 1e-5
+
+    def __post_init__(self):
+        _check_positive(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size,
+                        max_len=self.max_len, d_model=self.d_model, num_heads=self.num_heads,
+                        num_layers=self.num_layers)
+        self.d_ff = 4 * self.d_model if self.d_ff is None else self.d_ff
+        for name in ("bos_id", "pad_id"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v < self.tgt_vocab_size:
+                raise ValueError(f"{name} must be a target-vocabulary id in [0, {self.tgt_vocab_size}), got {v!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: each head "
+                             f"gets d_k = d_model / H dimensions; pick a number of heads that divides d_model")
+        _check_choice("norm", self.norm, _NORMS)
+        _check_choice("positions", self.positions, _POSITIONS[:2])
+        _check_choice("activation", self.activation, tuple(_ACTIVATIONS))
+        _check_choice("impl", self.impl, _IMPLS)
+
+    @classmethod
+    def tiny(cls, src_vocab_size: int, tgt_vocab_size: int, bos_id: int, pad_id: int, **kw):
+        return cls(src_vocab_size, tgt_vocab_size, bos_id, pad_id,
+                   **{"max_len": 32, "d_model": 32, "num_heads": 2, "num_layers": 1, **kw})
+
+    @classmethod
+    def full(cls, src_vocab_size: int, tgt_vocab_size: int, bos_id: int, pad_id: int, **kw):
+        return cls(src_vocab_size, tgt_vocab_size, bos_id, pad_id,
+                   **{"d_model": 256, "num_heads": 8, "num_layers": 3, "dropout": 0.1, **kw})
+
+
+class EncDecState(NamedTuple):
+    """The decoder's state: ``T_past`` target tokens read, the encoder's ``memory`` (B, S, d_model) and its
+    ``memory_mask`` (B, S), and per layer (self (k, v), cross (k, v)) caches (B, H, ., d_k)."""
+    T_past: int
+    memory: Tensor
+    memory_mask: Tensor | None
+    kv: tuple
+
+
+class EncoderDecoderTransformer(nn.Module):
+    """Encoder-decoder transformer (Vaswani et al. 2017): a bidirectional encoder over the source, and a causal
+    decoder whose blocks also attend to the encoder's output (cross-attention). Trained with teacher forcing:
+    forward(src (B, S), targets (B, T), mask (B, S) source padding) -> (logits (B, T, V_tgt), loss), the decoder
+    reading ``shift_right(targets)``, so it fits the trainer's default step over ``PairBatches``.
+
+    Decoding: ``bind(src, mask)`` gives an object with ``step``/``reorder_state`` for ``seqviz.decode`` (the source
+    is encoded once; its keys and values are cached in every cross-attention layer).
+    """
+
+    def __init__(self, config: EncoderDecoderConfig):
+        super().__init__()
+        self.config = c = config
+
+        def positions():
+            return (LearnedPositions(c.max_len, c.d_model) if c.positions == "learned"
+                    else SinusoidalPositions(c.max_len, c.d_model))
+
+        def blocks(cross):
+            return nn.ModuleList(TransformerBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm, c.activation,
+                                                  c.bias, cross_attention=cross, eps=c.eps, impl=c.impl)
+                                 for _ in range(c.num_layers))
+
+        self.E_src, self.E_tgt = nn.Embedding(c.src_vocab_size, c.d_model), nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.pos_src, self.pos_tgt = positions(), positions()
+        self.drop = nn.Dropout(c.dropout)
+        self.encoder, self.decoder = blocks(False), blocks(True)
+        pre = c.norm == "pre"
+        self.ln_enc = LayerNorm(c.d_model, c.eps, c.impl) if pre else nn.Identity()
+        self.ln_dec = LayerNorm(c.d_model, c.eps, c.impl) if pre else nn.Identity()
+        self.V = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        _init_weights(self, 2 * c.num_layers)
+        if c.tie_weights:
+            self.V.weight = self.E_tgt.weight
+
+    def encode(self, src: Tensor, mask: Tensor | None = None, need_weights: bool = False):
+        """src (B, S), mask (B, S) True = real -> (memory (B, S, d_model), weights (B, L, H, S, S) or None)."""
+        c = self.config
+        _check_ids(src, c.src_vocab_size, "src")
+        if mask is not None:
+            _check_key_padding_mask(mask, *src.shape, "mask (the source padding mask)")
+        x = self.drop(self.E_src(src) + self.pos_src(src.shape[1]))                  # (B, S, d_model)
+        weights = []
+        for block in self.encoder:
+            out = block(x, key_padding_mask=mask, need_weights=need_weights)
+            x = out.y
+            weights.append(out.self_weights)
+        return self.ln_enc(x), (torch.stack(weights, 1) if need_weights else None)    # (B, L, H, S, S)
+
+    def _decode(self, tgt_in: Tensor, memory: Tensor, memory_mask: Tensor | None, need_weights: bool,
+                past: tuple | None, offset: int, use_cache: bool):
+        y = self.drop(self.E_tgt(tgt_in) + self.pos_tgt(tgt_in.shape[1], offset))    # (B, T, d_model)
+        self_w, cross_w, caches = [], [], []
+        for l, block in enumerate(self.decoder):
+            out = block(y, causal=True, memory=memory, memory_mask=memory_mask, need_weights=need_weights,
+                        past=None if past is None else past[l], use_cache=use_cache)
+            y = out.y
+            self_w.append(out.self_weights)
+            cross_w.append(out.cross_weights)
+            caches.append(out.cache)
+        return self.ln_dec(y), self_w, cross_w, tuple(caches)
+
+    def forward(self, src: Tensor, targets: Tensor | None = None, mask: Tensor | None = None,
+                tgt_in: Tensor | None = None, return_attention: bool = False):
+        c = self.config
+        if tgt_in is None:
+            if targets is None:
+                raise ValueError("give targets (teacher forcing reads shift_right(targets)) or tgt_in")
+            from seqviz.data.batches import shift_right
+            tgt_in = shift_right(targets, c.bos_id, c.pad_id)                        # (B, T)
+        _check_ids(tgt_in, c.tgt_vocab_size, "tgt_in")
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"src has {src.shape[0]} sequences but the target side has {tgt_in.shape[0]}")
+        memory, enc_w = self.encode(src, mask, return_attention)
+        h, self_w, cross_w, _ = self._decode(tgt_in, memory, mask, return_attention, None, 0, False)
+        logits = self.V(h)                                                            # (B, T, V_tgt)
+        loss = None
+        if targets is not None:
+            B, T = tgt_in.shape
+            _check_targets(targets, (B, T), c.tgt_vocab_size)
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T),
+                                   ignore_index=IGNORE_INDEX)                         # (B*T, V) vs (B*T,)
+        if return_attention:
+            return logits, loss, {"encoder": enc_w, "decoder": torch.stack(self_w, 1),
+                                  "cross": torch.stack(cross_w, 1)}                   # (B, L, H, ., .) each
+        return logits, loss
+
+    def bind(self, src: Tensor, mask: Tensor | None = None) -> "_BoundDecoder":
+        """A stepper for ``seqviz.decode`` that translates ``src`` (1, S) or (S,): the encoder runs once."""
+        src = torch.as_tensor(src).long()
+        src = src.unsqueeze(0) if src.dim() == 1 else src
+        return _BoundDecoder(self, src, mask)
+
+
+class _BoundDecoder:
+    """An encoder-decoder with its source fixed: ``step(ids (B, t_new), state) -> (logits (B, V), state)`` and
+    ``reorder_state``; the first step encodes the source (repeated to B rows)."""
+
+    def __init__(self, model: EncoderDecoderTransformer, src: Tensor, mask: Tensor | None):
+        self.model, self.src, self.mask = model, src, mask
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def eval(self):
+        self.model.eval()
+        return self
+
+    def train(self, mode: bool = True):
+        self.model.train(mode)
+        return self
+
+    @property
+    def training(self) -> bool:
+        return self.model.training
+
+    def step(self, ids: Tensor, state: EncDecState | None = None) -> tuple[Tensor, EncDecState]:
+        m, c = self.model, self.model.config
+        _check_ids(ids, c.tgt_vocab_size, "ids")
+        if state is None:
+            rows = torch.zeros(ids.shape[0], dtype=torch.long) if self.src.shape[0] == 1 else None
+            src = self.src if rows is None else self.src[rows]                       # (B, S)
+            mask = self.mask if self.mask is None or rows is None else self.mask[rows]
+            memory, _ = m.encode(src, mask)
+            state = EncDecState(0, memory, mask, None)
+        h, _, _, kv = m._decode(ids, state.memory, state.memory_mask, False, state.kv, state.T_past, True)
+        logits = m.V(h[:, -1])                                                        # (B, V)
+        return logits, EncDecState(state.T_past + ids.shape[1], state.memory, state.memory_mask, kv)
+
+    def reorder_state(self, state: EncDecState, index: Tensor) -> EncDecState:
+        pick = lambda t: None if t is None else t.index_select(0, index)              # noqa: E731
+        kv = tuple(tuple(None if p is None else (pick(p[0]), pick(p[1])) for p in layer) for layer in state.kv)
+        return EncDecState(state.T_past, pick(state.memory), pick(state.memory_mask), kv)
