@@ -128,7 +128,7 @@ def top_k_filter(logits, k: int | None) -> torch.Tensor:
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
                 generator: torch.Generator | None = None) -> int:
-    """Draw one token id from softmax(top_k(z) / T)."""
+    """The sampling step: draw one token id from softmax(top_k(z) / T) (top_k=None keeps every token)."""
     probs = softmax_with_temperature(top_k_filter(logits, top_k), temperature)
     return int(torch.multinomial(probs, 1, generator=generator).item())
 
@@ -211,7 +211,8 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
 def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *, temperature: float = 1.0,
              top_k: int | None = None, greedy: bool = False, stop_id: int | None = None,
              seed: int | None = None, state: Any = None, suppress_ids: Sequence[int] = ()) -> list[int]:
-    """Extend ``prompt_ids`` one token at a time; stops after ``stop_id`` (kept) or ``max_new_tokens``.
+    """Extend ``prompt_ids`` one token at a time (autoregressive generation, SLP Fig. 9.9); stops after ``stop_id``
+    (kept) or ``max_new_tokens``.
 
     ``model`` is a stepper (e.g. a RecurrentLM: each token costs one step) or a score function (re-scores the whole
     context). ``greedy=True`` takes the arg-max each step (the T -> 0 limit of sampling). ``seed`` makes a sampled

@@ -187,13 +187,16 @@ class RNNClassifier(nn.Module):
             # (9.17) h_mean = (1/n) sum_i h_i over the n real tokens (outputs are 0 at padding)
             return h.sum(1) / mask.sum(1, keepdim=True)                           # (B, d_out)
         if how == "max":
+            # element-wise maximum over the real tokens (padding set to -inf so it never wins)
             return h.masked_fill(~mask[..., None], float("-inf")).amax(1)         # (B, d_out)
+        # "last": the top layer's final state h_n (masked steps kept the state, so it is the last *real* one)
         rnn = self.encoder.rnn
         K = rnn.num_directions
         top = self.encoder.drop(state_h(state_n)[-K:])                            # (K, B, d_h) top layer's h_n
         if K == 1:
             return top[0]                                                         # (B, d_h)
         if rnn.merge == "concat":
+            # bidirectional, Fig. 9.12: the forward RNN's state after the last token, the backward's after the first
             return torch.cat([top[0], top[1]], -1)                                # (B, 2 d_h) [h^f_n; h^b_1]
         return top.sum(0) if rnn.merge == "sum" else top.mean(0)                  # (B, d_h)
 

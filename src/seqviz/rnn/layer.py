@@ -1,4 +1,5 @@
-"""A recurrent layer for any cell: the loop over time (SLP Fig. 9.4) and a stacked, bidirectional, masked layer.
+"""A recurrent layer for any cell: the loop over time (SLP Fig. 9.4) and a stacked (Fig. 9.10), bidirectional
+(Fig. 9.11, (9.18)-(9.20)), masked layer.
 
 A *cell* is an ``nn.Module`` with ``d_h``, ``init_state(B, device, dtype)`` and ``forward(x_t (B, d_in), state) ->
 state``, where a state is a Tensor h_t (B, d_h) or a tuple of Tensors whose first element is h_t (an LSTM's
@@ -54,7 +55,8 @@ def scan(cell: nn.Module, x: Tensor, state0: State, mask: Tensor | None = None, 
     Returns (h (B, T, d_h), state after the last step); with ``traces=True`` also {name: (B, T, d_h)}, the cell's
     ``forward_traced`` internals at every step ({"h": ...} for a cell without one). With a padding mask (B, T) a
     padded step keeps the state and outputs zeros (its traces are zeros too), so padding never reaches a real
-    token, in either direction. ``reverse=True`` runs from t = T to 1 (the backward RNN of a bidirectional layer).
+    token, in either direction. ``reverse=True`` runs from t = T to 1: the backward RNN of a bidirectional layer,
+    (9.19) h^b_t = RNN_backward(x_t..x_n).
     """
     T = x.shape[1]
     traced = traces and hasattr(cell, "forward_traced")
@@ -80,7 +82,7 @@ def scan(cell: nn.Module, x: Tensor, state0: State, mask: Tensor | None = None, 
 
 
 class RecurrentLayer(nn.Module):
-    """A stacked, optionally bidirectional recurrent layer of any cell, batch first, scratch or fused.
+    """A stacked (Fig. 9.10), optionally bidirectional (Fig. 9.11) recurrent layer of any cell, batch first.
 
     forward(x (B, T, d_in), state0 (L*K, B, d_h) or a tuple of such | None, mask (B, T) | None) ->
     (out (B, T, d_out), state_n like state0); ``return_traces=True`` adds a list, index layer * K + direction, of
@@ -213,6 +215,7 @@ class RecurrentLayer(nn.Module):
         """Combine the directions of one layer's output (B, T, K, d_h) -> (B, T, d_out)."""
         B, T, K, d_h = out.shape
         if self.merge == "concat":
+            # (9.20) h_t = [h^f_t ; h^b_t], the bidirectional state (K = 1: h^f_t alone)
             return out.reshape(B, T, K * d_h)                                      # (B, T, K*d_h) = [h^f; h^b]
         if self.merge == "sum":
             return out.sum(2)                                                      # (B, T, d_h) h^f + h^b
