@@ -144,6 +144,10 @@ def main() -> None:
     by_name = {r["name"]: r for r in figures.get(key, [])}
     by_name.update({name: {"name": name, "test": ppl, "note": note} for name, ppl, note in rows})
     figures[key] = list(by_name.values())
+    for other in ("ngram", "window", "rnn"):                    # chapters 1-3, as their benches last measured them
+        for r in (read_results(other) or {}).get("rows", []):
+            if isinstance(r.get("test"), (int, float)):
+                rows.append((str(r.get("name")), r["test"], f"bench/results/{other}.json"))
     for name, ppl in PUBLISHED:
         rows.append((name, ppl, "published"))
     for name, ppl, note in rows:
