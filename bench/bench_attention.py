@@ -10,6 +10,8 @@
 2. Seq2Seq training throughput on the date task (``tiny`` preset: bidirectional GRU encoder, GRU decoder), pairs per
    second, without attention and with dot, general and additive attention.
 3. (full run only) exact match on 500 held-out dates after the chapter's training budget, with and without attention.
+4. (``--translation``) German -> English on Debian's trans-de-en: BPE per language, seq2seq with and without
+   attention (``--preset``, ``--epochs``), BLEU (sacrebleu) on the held-out test split for greedy and beam search.
 
 Figures go to bench/results/attention.json.
 """
@@ -24,7 +26,7 @@ from _results import write_results
 from torch.profiler import ProfilerActivity, profile
 
 import seqviz
-from seqviz.attention import Seq2Seq, attention, date_pairs, exact_match
+from seqviz.attention import Seq2Seq, attention, bleu, date_pairs, exact_match, translate, translation_pairs
 from seqviz.train import TrainConfig, Trainer, WarmupCosine
 
 
@@ -102,22 +104,55 @@ def exact_match_table(task) -> list[dict]:
     return rows
 
 
+def translation_table(preset: str, epochs: int, merges: int, beam: int, device: str) -> list[dict]:
+    from seqviz.data import load_corpus
+    corpus = load_corpus("trans_de_en")
+    task, _ = translation_pairs(corpus, num_merges=merges, batch_size=64)
+    refs = [t for _, t in task.test_text]
+    rows = []
+    for attn in (None, "general"):
+        seqviz.set_seed(0)
+        model = Seq2Seq(task.config(preset, attention=attn)).to(device)
+        t0 = time.perf_counter()
+        Trainer(model, TrainConfig(epochs=epochs, lr=3e-3, schedule=WarmupCosine(warmup=100), progress=False),
+                task.train, task.valid).fit()
+        train_s = time.perf_counter() - t0
+        row = {"task": "trans-de-en", "preset": preset, "attention": attn or "none", "epochs": epochs,
+               "bpe_merges": merges, "test_pairs": len(refs), "train_s": train_s,
+               "bleu_greedy": bleu(translate(model, task, 1), refs),
+               f"bleu_beam{beam}": bleu(translate(model, task, beam), refs)}
+        rows.append(row)
+        print(f"trans-de-en, {preset}, attention={row['attention']:>8}: BLEU greedy {row['bleu_greedy']:.2f}, "
+              f"beam {beam} {row[f'bleu_beam{beam}']:.2f} ({train_s:.0f} s training)")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="T up to 1024, throughput only (no date-task training)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per timing (the best is kept)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: seqviz.configure_threads)")
+    ap.add_argument("--translation", action="store_true", help="also train on trans-de-en and report BLEU")
+    ap.add_argument("--preset", default="tiny", choices=("tiny", "full"), help="Seq2Seq preset for translation")
+    ap.add_argument("--epochs", type=int, default=8, help="translation training epochs")
+    ap.add_argument("--merges", type=int, default=2000, help="BPE merges per language")
+    ap.add_argument("--beam", type=int, default=4, help="beam width for BLEU")
+    ap.add_argument("--device", default="cpu", help="device for translation training (cpu, cuda)")
+    ap.add_argument("--skip-attention-timing", action="store_true", help="only the translation table")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
     lengths = [128, 256, 512, 1024] if args.quick else [128, 256, 512, 1024, 2048]
     figures = {"threads": threads, "quick": args.quick,
                "setup": "B=1, 4 heads, d_k=64, float32, forward only; memory from torch.profiler (CPU)"}
-    figures["attention_vs_sdpa"] = attention_vs_sdpa(lengths, args.repeats)
-    task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
-    figures["seq2seq_throughput"] = throughput(task, 10 if args.quick else 40)
-    if not args.quick:
-        figures["rows"] = exact_match_table(task)
-    write_results("attention", figures)
+    if not args.skip_attention_timing:
+        figures["attention_vs_sdpa"] = attention_vs_sdpa(lengths, args.repeats)
+        task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
+        figures["seq2seq_throughput"] = throughput(task, 10 if args.quick else 40)
+        if not args.quick:
+            figures["rows"] = exact_match_table(task)
+    if args.translation:
+        figures["translation"] = translation_table(args.preset, args.epochs, args.merges, args.beam, args.device)
+    write_results("attention" if not args.skip_attention_timing else "attention_translation", figures)
 
 
 if __name__ == "__main__":
