@@ -35,13 +35,9 @@ the model must be small and every step must move many tokens):
 - bf16 is not used: this CPU class (AVX2, no AVX-512 BF16/AMX) runs it slower than float32.
 ``--ablation`` measures each of these choices by switching it back, one at a time, at the 90 s budget.
 
-Status (2026-11-23): this configuration is a recommendation, not yet a measurement of the protocol. It was chosen
-while five jobs shared the 2-core machine (load average 9-11), where 2-thread timings were inflated ~8x; the only
-development run (``--clock cpu --threads 1``: the training clock counts this process's CPU seconds on one thread,
-itself inflated by cache contention) gave tuned-139 validation losses 2.45 / 2.12 / 1.97 / 1.84 at 30 / 60 / 90 /
-139 CPU-seconds (756 steps, 1.5M characters; the reference row was stopped before it finished). Run the protocol on
-an idle machine before quoting any figure; ``bench/results/transformer.json`` is written only by a protocol run
-(2 threads, wall clock, not --quick).
+Status: the protocol run of 2026-11-23 on an idle 2-core machine is bench/results/transformer.json (the Measured
+page renders it). The tuned rows beat the reference at every time mark but miss the goal (1.60 at 90 s, 1.55 at
+139 s); the next things to try are in the closing note of issue 12 (ablation, wider/shallower, larger batch).
 """
 from __future__ import annotations
 

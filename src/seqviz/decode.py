@@ -25,8 +25,8 @@ import torch
 
 from seqviz._checks import check_temperature as _check_temperature
 
-__all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "softmax_with_temperature", "top_k_filter",
-           "sample_next", "generate", "beam_search"]
+__all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "next_token_logits_by_step",
+           "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search"]
 
 ScoreFn = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
 
@@ -136,6 +136,25 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
 # -- the one decoding loop --------------------------------------------------------------------------------------
 Hypothesis = tuple[list[int], float]          # (new ids, total log-probability)
 Expand = Callable[[torch.Tensor, list[Hypothesis]], list[tuple[int, int, float]]]
+
+
+@torch.no_grad()
+def next_token_logits_by_step(model, context_ids, max_context: int | None = None) -> torch.Tensor:
+    """Logits (V,) for the token after ``context_ids`` (its last ``max_context`` ids, if set), read through
+    ``model.step`` from no state in eval mode: the ``next_token_logits`` of every model that decodes incrementally."""
+    ids = torch.as_tensor(list(map(int, context_ids)) if not isinstance(context_ids, torch.Tensor) else context_ids)
+    if ids.dim() != 1 or ids.numel() == 0:
+        raise ValueError(f"context_ids must be a non-empty 1-D sequence of token ids (start with <s>), got shape "
+                         f"{tuple(ids.shape)}")
+    if max_context is not None:
+        ids = ids[-max_context:]
+    was_training = model.training
+    model.eval()
+    try:
+        logits, _ = model.step(ids.long().unsqueeze(0).to(_model_device(model)), None)   # (1, V)
+    finally:
+        model.train(was_training)
+    return logits[0]                                                                  # (V,)
 
 
 def _model_device(model) -> torch.device:

@@ -24,6 +24,8 @@ from seqviz.data.batches import Batch
 from seqviz._checks import (IGNORE_INDEX, _IMPLS, _check_choice, _check_ids, _check_mask, _check_positive,
                             _check_targets)
 from seqviz.attention import attention
+from seqviz.decode import generate as decode_generate
+from seqviz.decode import next_token_logits_by_step
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "AttnOut", "FeedForward", "TransformerBlock",
            "BlockOut", "LearnedPositions", "SinusoidalPositions", "TransformerConfig", "TransformerLM",
@@ -618,28 +620,14 @@ class TransformerLM(nn.Module):
         kv = tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in state.kv)
         return DecodeState(state.ids.index_select(0, index), kv)
 
-    @torch.no_grad()
     def next_token_logits(self, context_ids: Sequence[int] | Tensor) -> Tensor:
         """Logits (V,) for the token after ``context_ids`` (its last max_len tokens), in eval mode."""
-        ids = torch.as_tensor(list(map(int, context_ids)) if not isinstance(context_ids, Tensor) else context_ids)
-        if ids.dim() != 1 or ids.numel() == 0:
-            raise ValueError(f"context_ids must be a non-empty 1-D sequence of token ids, got shape "
-                             f"{tuple(ids.shape)}")
-        was = self.training
-        self.eval()
-        try:
-            logits, _ = self.step(ids.long()[-self.config.max_len:].unsqueeze(0).to(self.E.weight.device))  # (1, V)
-        finally:
-            self.train(was)
-        return logits[0]                                                          # (V,)
+        return next_token_logits_by_step(self, context_ids, max_context=self.config.max_len)
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int, **kw) -> list[int]:
         """Extend a prompt (SLP Fig. 9.22) with ``seqviz.decode.generate`` (greedy, temperature, top-k; keyword
         arguments pass through). Returns the new ids only."""
-        import seqviz.decode as decode
-        # a decoder that takes steppers reads through the key/value cache; an older one re-scores the context
-        model = self if hasattr(decode, "as_stepper") else self.next_token_logits
-        return decode.generate(model, prompt_ids, max_new_tokens, **kw)
+        return decode_generate(self, prompt_ids, max_new_tokens, **kw)          # through the key/value cache
 
 
 def mask_tokens(ids: Tensor, mask_id: int, vocab_size: int, p: float = 0.15, generator: torch.Generator | None = None,

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqviz.data import Batch
+from seqviz.decode import next_token_logits_by_step
 from seqviz.train import StepOutput
 
 from seqviz._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
@@ -131,20 +132,9 @@ class RecurrentLM(nn.Module):
         """Rows ``index`` (B',) of a state (L, B, d_h) or tuple of such: (L, B', d_h) each (beams re-ranked)."""
         return map_state(lambda s: s.index_select(1, index), state)
 
-    @torch.no_grad()
     def next_token_logits(self, context_ids: Sequence[int] | Tensor) -> Tensor:
         """Logits V h_t (V,) for the token after `context_ids` (run from the initial state, in eval mode)."""
-        ids = torch.as_tensor(list(map(int, context_ids)) if not isinstance(context_ids, Tensor) else context_ids)
-        if ids.dim() != 1 or ids.numel() == 0:
-            raise ValueError(f"context_ids must be a non-empty 1-D sequence of token ids (start with <s>), got "
-                             f"shape {tuple(ids.shape)}")
-        was_training = self.training
-        self.eval()
-        try:
-            logits, _ = self.step(ids.long().unsqueeze(0).to(self.E.weight.device))   # (1, V)
-        finally:
-            self.train(was_training)
-        return logits[0]                                                          # (V,)
+        return next_token_logits_by_step(self, context_ids)
 
 
 @dataclass
