@@ -109,13 +109,44 @@ class GRUTrace:
         return GRUTrace(*(getattr(self, n)[b] for n in ("r", "z", "n", "h")))
 
 
-class LSTMCell(nn.Module):
+class _TorchBlocks:
+    """Weights shared with torch.nn.LSTM / nn.GRU: torch stacks one block per gate, in ``TORCH_ORDER``, into
+    weight_ih, weight_hh, bias_ih, bias_hh; this cell keeps them apart as W_x, U_x, b_W_x, b_U_x."""
+
+    TORCH_ORDER: tuple[str, ...] = ()
+
+    def _torch_names(self) -> dict[str, str]:
+        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
+        if self.bias:
+            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
+        return names
+
+    def to_torch_params(self, suffix: str = "") -> dict[str, Tensor]:
+        """This cell as torch's tensors (weight_ih{suffix}, ...), blocks stacked in TORCH_ORDER.
+
+        torch.cat keeps the graph, so gradients through the fused layer land on W_f, U_f, ... themselves."""
+        return {f"{t}{suffix}": torch.cat([getattr(self, ours.format(x)) for x in self.TORCH_ORDER])
+                for t, ours in self._torch_names().items()}                     # each (G d_h, ...), G gates
+
+    @torch.no_grad()
+    def copy_from_torch(self, module: nn.Module, suffix: str = ""):
+        """Copy the blocks of torch's tensors ``weight_ih{suffix}``, ... (an nn.LSTM/GRU or its Cell) into this cell."""
+        for t, ours in self._torch_names().items():
+            blocks = getattr(module, f"{t}{suffix}").chunk(len(self.TORCH_ORDER), 0)   # G x (d_h, ...)
+            for x, block in zip(self.TORCH_ORDER, blocks):
+                getattr(self, ours.format(x)).copy_(block)
+        return self
+
+
+class LSTMCell(_TorchBlocks, nn.Module):
     """One LSTM step, (9.22)-(9.29): (x_t, (h_{t-1}, c_{t-1})) -> (h_t, c_t).
 
     Each gate x in f, g, i, o has W_x (d_h, d_in) on the input and U_x (d_h, d_h) on the previous output. Like
     torch.nn.LSTM each gate also has two biases, b_W_x and b_U_x (SLP leaves biases out; the slides add one), which
     is what makes the weights copyable both ways (`to_torch_params` / `copy_from_torch`).
     """
+
+    TORCH_ORDER = TORCH_LSTM_GATE_ORDER  # the one place this cell meets torch's block order
 
     gates = _LSTM_BLOCKS
 
@@ -164,36 +195,17 @@ class LSTMCell(nn.Module):
         """x_t (B, d_in), (h_{t-1}, c_{t-1}) each (B, d_h) -> (h_t, c_t)."""
         return self.forward_traced(x_t, state)[0]
 
-    def to_torch_params(self, suffix: str = "") -> dict[str, Tensor]:
-        """This cell as torch.nn.LSTM's tensors (weight_ih{suffix}, ...), blocks stacked in TORCH_LSTM_GATE_ORDER.
-
-        torch.cat keeps the graph, so gradients through the fused LSTM land on W_f, U_f, ... themselves."""
-        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
-        if self.bias:
-            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
-        return {f"{t}{suffix}": torch.cat([getattr(self, ours.format(x)) for x in TORCH_LSTM_GATE_ORDER])
-                for t, ours in names.items()}                                     # each (4 d_h, ...)
-
-    @torch.no_grad()
-    def copy_from_torch(self, module: nn.Module, suffix: str = "") -> "LSTMCell":
-        """Copy the blocks of torch.nn.LSTM / LSTMCell tensors `weight_ih{suffix}`, ... into W_x, U_x, b_W_x, b_U_x."""
-        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
-        if self.bias:
-            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
-        for t, ours in names.items():
-            blocks = getattr(module, f"{t}{suffix}").chunk(4, 0)                  # 4 x (d_h, ...)
-            for x, block in zip(TORCH_LSTM_GATE_ORDER, blocks):
-                getattr(self, ours.format(x)).copy_(block)
-        return self
 
 
-class GRUCell(nn.Module):
+class GRUCell(_TorchBlocks, nn.Module):
     """One GRU step (Cho et al. 2014; no SLP number), with torch.nn.GRU's placement of the reset gate:
 
     r_t = σ(U_r h_{t-1} + W_r x_t), z_t = σ(U_z h_{t-1} + W_z x_t), n_t = tanh(W_n x_t + r_t ⊙ (U_n h_{t-1})),
     h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}. Two gates instead of three and no separate cell state: 3/4 of an LSTM's
     parameters. Biases b_W_x, b_U_x as torch.nn.GRU has them, so weights copy both ways.
     """
+
+    TORCH_ORDER = TORCH_GRU_GATE_ORDER  # the one place this cell meets torch's block order
 
     gates = ("r", "z", "n")
 
@@ -224,25 +236,6 @@ class GRUCell(nn.Module):
     def forward(self, x_t: Tensor, h_prev: Tensor) -> Tensor:
         """x_t (B, d_in), h_{t-1} (B, d_h) -> h_t (B, d_h)."""
         return self.forward_traced(x_t, h_prev)[0]
-
-    def to_torch_params(self, suffix: str = "") -> dict[str, Tensor]:
-        """This cell as torch.nn.GRU's tensors, blocks stacked in TORCH_GRU_GATE_ORDER (r, z, n)."""
-        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
-        if self.bias:
-            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
-        return {f"{t}{suffix}": torch.cat([getattr(self, ours.format(x)) for x in TORCH_GRU_GATE_ORDER])
-                for t, ours in names.items()}                                     # each (3 d_h, ...)
-
-    @torch.no_grad()
-    def copy_from_torch(self, module: nn.Module, suffix: str = "") -> "GRUCell":
-        """Copy the blocks of torch.nn.GRU / GRUCell tensors `weight_ih{suffix}`, ... into W_x, U_x, b_W_x, b_U_x."""
-        names = {"weight_ih": "W_{}", "weight_hh": "U_{}"}
-        if self.bias:
-            names.update(bias_ih="b_W_{}", bias_hh="b_U_{}")
-        for t, ours in names.items():
-            for x, block in zip(TORCH_GRU_GATE_ORDER, getattr(module, f"{t}{suffix}").chunk(3, 0)):
-                getattr(self, ours.format(x)).copy_(block)
-        return self
 
 
 # ----------------------------------------------------------------------------------------------------------------
