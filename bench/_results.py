@@ -25,6 +25,18 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _load() -> float | None:
+    """The 1-minute load average (None where the OS has none): timings taken on a busy machine are pessimistic."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+#: the load when the bench started (this module is imported at its start), recorded beside the load at the end
+_LOAD_AT_START = _load()
+
+
 def machine() -> dict:
     """Date, CPU model, core count, torch version, threads and the command run: what a figure depends on."""
     import torch
@@ -41,7 +53,8 @@ def machine() -> dict:
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cpu": cpu,
             "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "command": command}  # e.g. a --quick run, so the appendix says which figures it shows
+            "command": command,  # e.g. a --quick run, so the appendix says which figures it shows
+            "load": [_LOAD_AT_START, _load()]}  # 1-min load average at the start and the end of the run
 
 
 def write_results(name: str, figures: dict) -> Path:
@@ -143,7 +156,14 @@ def machine_line(figures: dict) -> str:
     m = figures.get("machine") or {}
     line = (f"measured {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores, torch "
             f"{m.get('torch', '?')}, {m.get('threads', '?')} threads, {m.get('cpu_capability', '?')})")
-    return line + (f" by `{m['command']}`" if m.get("command") else "")
+    line += f" by `{m['command']}`" if m.get("command") else ""
+    load = [x for x in (m.get("load") or []) if x is not None]
+    if load:
+        busy = max(load) > 0.5 * (m.get("cores") or 1)
+        line += (f"; load average {load[0]:g} at the start, {load[-1]:g} at the end"
+                 + (" (a busy machine: its timings are pessimistic; perplexities and scores are not affected)"
+                    if busy else ""))
+    return line
 
 
 def sections(figures: dict) -> list[tuple[str, str]]:

@@ -90,7 +90,18 @@ def test_write_results_records_the_machine(tmp_path, monkeypatch):
     data = json.loads(path.read_text())
     assert set(data["machine"]) >= {"date", "cpu", "cores", "torch", "threads"} and data["rows"][0]["test"] == 1.5
     assert data["machine"]["command"] == "python bench/bench_demo.py --quick"  # a quick run says so on the page
-    assert _results.machine_line(data).endswith("by `python bench/bench_demo.py --quick`")
+    assert "by `python bench/bench_demo.py --quick`" in _results.machine_line(data)
+    if hasattr(__import__("os"), "getloadavg"):  # the load at the start and the end of the run, both recorded
+        assert len(data["machine"]["load"]) == 2 and all(x >= 0 for x in data["machine"]["load"])
+
+
+def test_machine_line_flags_timings_from_a_busy_machine():
+    quiet = {"machine": {"cores": 2, "load": [0.1, 0.4]}}
+    busy = {"machine": {"cores": 2, "load": [0.2, 5.5]}}
+    assert "load average 0.1 at the start, 0.4 at the end" in _results.machine_line(quiet)
+    assert "busy" not in _results.machine_line(quiet)
+    assert "a busy machine: its timings are pessimistic" in _results.machine_line(busy)
+    assert "load" not in _results.machine_line({"machine": {"cores": 2}})  # files written before loads were recorded
 
 
 def test_page_is_executed_at_every_build_and_reads_the_results():
