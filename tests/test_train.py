@@ -541,3 +541,40 @@ def test_default_device_follows_the_environment(monkeypatch):
             seqviz.default_device()
         monkeypatch.delenv("SEQVIZ_DEVICE")
         assert seqviz.default_device().type in ("cpu", "mps")
+
+
+# -- the device fit() trains on --------------------------------------------------------------------------------------
+def test_auto_device_follows_seqviz_default_device(monkeypatch):
+    monkeypatch.setenv("SEQVIZ_DEVICE", "cpu")  # as the tests and CI set it
+    assert TrainConfig().device == "auto"
+    assert quiet().resolved_device(make_model()) == torch.device("cpu")
+    monkeypatch.setenv("SEQVIZ_DEVICE", "no-such-device")
+    with pytest.raises(ValueError, match="SEQVIZ_DEVICE"):
+        quiet().resolved_device(make_model())
+
+
+def test_device_none_trains_where_the_model_is():
+    model = make_model()
+    assert quiet(device=None).resolved_device(model) == torch.device("cpu")
+    assert quiet(device="cpu").resolved_device(model) == torch.device("cpu")
+
+
+def test_bad_device_name_is_refused():
+    with pytest.raises(ValueError, match="TrainConfig.device"):
+        TrainConfig(device="gpu please")
+
+
+def test_move_takes_the_optimizer_state_along():
+    """fit() moves the model and Adam's moments together (and back): checked on PyTorch's data-less meta device."""
+    model = make_model()
+    trainer = Trainer(model, quiet(epochs=1, lr=1e-2), copy_batches(2))
+    trainer.fit()  # Adam now holds exp_avg / exp_avg_sq per parameter
+    assert all(p.device.type == "cpu" for p in model.parameters())  # fit() left it where it was
+    trainer._move(torch.device("meta"))
+    assert all(p.device.type == "meta" for p in model.parameters())
+    # the optimizer updates the model's parameters, whatever objects the move made
+    assert [id(p) for g in trainer.optimizer.param_groups for p in g["params"]] == [id(p) for p in model.parameters()]
+    for p in model.parameters():
+        state = trainer.optimizer.state[p]
+        assert state["exp_avg"].device.type == "meta" and state["exp_avg_sq"].device.type == "meta"
+        assert state["step"].device.type == "cpu"  # Adam's step counter stays a CPU scalar, as PyTorch keeps it

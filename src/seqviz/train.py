@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from seqviz import set_seed
+from seqviz import default_device, set_seed
 from seqviz._checks import IGNORE_INDEX
 from seqviz.data.batches import Batch
 
@@ -157,6 +157,10 @@ class TrainConfig:
     progress: bool = True  # tqdm.auto progress bar with the running loss in the postfix
     optimizer: str = "adamw"  # "adamw", "adam" or "sgd"
     schedule: Schedule | str = field(default_factory=Constant)  # a Schedule, or "constant" / "cosine" (no warm-up)
+    # where fit() trains: "auto" = seqviz.default_device() (a GPU/MPS when present, else the CPU; SEQVIZ_DEVICE
+    # overrides), None = wherever the model already is, or a device name ("cpu", "cuda:0"). A model fit() moved comes
+    # back to where it was at the end, so the cells after training run on it as before.
+    device: str | None = "auto"
 
     def __post_init__(self) -> None:
         def positive_int(name: str, value: Any, allow_none: bool) -> None:
@@ -190,6 +194,18 @@ class TrainConfig:
                             f"got {type(self.schedule).__name__}")
         if not isinstance(self.optimizer, str) or self.optimizer.lower() not in _OPTIMIZERS:
             raise ValueError(f"TrainConfig.optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+        if self.device is not None and self.device != "auto":
+            try:
+                torch.device(self.device)
+            except (RuntimeError, TypeError):
+                raise ValueError(f"TrainConfig.device must be 'auto', None or a torch device name such as 'cpu' or "
+                                 f"'cuda:0', got {self.device!r}") from None
+
+    def resolved_device(self, model: torch.nn.Module) -> torch.device:
+        """The device fit() trains ``model`` on (see ``device``)."""
+        if self.device is None:
+            return _model_device(model)
+        return default_device() if self.device == "auto" else torch.device(self.device)
 
     @classmethod
     def tiny(cls, **overrides: Any) -> "TrainConfig":
@@ -398,22 +414,46 @@ class Trainer:
 
         Each call seeds with ``config.seed`` and records a new ``History`` (also kept as ``self.history``).
         """
-        self._start_run()
+        home = _model_device(self.model)
+        self._move(self.config.resolved_device(self.model))
         try:
+            self._start_run()
             for epoch in range(self.config.epochs):
                 self._train_epoch(epoch)
                 if self._done:
                     break
             self._finish_run()
         finally:
-            if self._bar is not None:
+            if getattr(self, "_bar", None) is not None:
                 self._bar.close()
-            self.history.seconds += time.perf_counter() - self._t0
+            if getattr(self, "_t0", None) is not None:
+                self.history.seconds += time.perf_counter() - self._t0
+            self._move(home)  # the model (and the optimizer's state) come back to where they were
         return self.history
+
+    def _move(self, device: torch.device) -> None:
+        """Put the model and the optimizer's state (Adam's moments) on ``device``; nothing happens if already there."""
+        if _model_device(self.model) == device:
+            return
+        before = list(self.model.parameters())
+        self.model.to(device)  # CPU <-> CUDA swaps each Parameter's data in place; other moves may make new ones
+        after = list(self.model.parameters())
+        renamed = {id(old): new for old, new in zip(before, after) if old is not new}
+        if renamed:  # point the optimizer at the model's new Parameter objects, with their state
+            for group in self.optimizer.param_groups:
+                group["params"] = [renamed.get(id(p), p) for p in group["params"]]
+            for old in before:
+                if id(old) in renamed and old in self.optimizer.state:
+                    self.optimizer.state[renamed[id(old)]] = self.optimizer.state.pop(old)
+        for state in self.optimizer.state.values():
+            for key, value in state.items():
+                if torch.is_tensor(value) and value.device != device and value.dim() > 0:
+                    state[key] = value.to(device)
 
     def _start_run(self) -> None:
         """A new History, the seed, the planned length (for the schedule and the progress bar)."""
         cfg = self.config
+        self._bar = self._t0 = None
         self.history = History()  # every fit() is a new run (the optimizer keeps its state)
         set_seed(cfg.seed)
         self._t0 = time.perf_counter()
