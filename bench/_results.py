@@ -199,10 +199,75 @@ def ladder(results: dict[str, dict]) -> list[dict]:
         for r in fig.get("rows", []):
             t = r.get("test") if isinstance(r, dict) else None
             if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
-                out.append({"bench": name, "model": str(r.get("name", "?")), "corpus": corpus, "perplexity": float(t),
+                model = r.get("name", r.get("model", "?"))
+                out.append({"bench": name, "model": str(model), "corpus": corpus, "perplexity": float(t),
                             "source": "ours"})
         for label, v in pub.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 out.append({"bench": name, "model": label, "corpus": corpus, "perplexity": float(v),
                             "source": "published"})
     return out
+
+
+# ---- the chapter recaps: one rung per chapter -----------------------------------------------------------------------
+#: the benches that put a chapter's model on the PTB perplexity ladder, in lecture order, with the chapter they measure
+CHAPTERS = {"ngram": "1 n-gram", "window": "2 fixed window", "rnn": "3 RNN", "lstm": "4 LSTM",
+            "transformer": "6 transformer"}
+
+
+def chapter_rungs(results: dict[str, dict], upto: str | None = None) -> list[dict]:
+    """One row per chapter of the PTB ladder up to the bench ``upto`` (all of them by default): the chapter's best
+    measured test perplexity and the model that reached it, beside that bench's published figures. A chapter whose
+    results file is absent (or has no PTB rows) gets perplexity None and the command that measures it."""
+    names = list(CHAPTERS)
+    if upto is not None:
+        if upto not in CHAPTERS:
+            raise ValueError(f"upto must be one of {names}, got {upto!r}")
+        names = names[: names.index(upto) + 1]
+    rungs = ladder({n: results[n] for n in names if n in results})
+    out, cited = [], set()
+    for n in names:
+        ours = [r for r in rungs if r["bench"] == n and r["source"] == "ours" and r["corpus"].startswith("PTB")]
+        pub = [r for r in rungs if r["bench"] == n and r["source"] == "published" and r["model"] not in cited]
+        cited.update(r["model"] for r in pub)  # a figure several benches print beside theirs is listed once
+        best = min(ours, key=lambda r: r["perplexity"]) if ours else None
+        out.append({"chapter": CHAPTERS[n], "model": best["model"] if best else f"not measured: python bench/bench_{n}.py",
+                    "perplexity": best["perplexity"] if best else None,
+                    "published": "; ".join(f"{r['model']}: {fmt(r['perplexity'])}" for r in pub) or None,
+                    "measured": ((results.get(n) or {}).get("machine") or {}).get("date", "")[:10] or None})
+    return out
+
+
+def plot_rungs(rungs: list[dict], ax=None, label: str = "model"):
+    """A horizontal bar per rung with a numeric ``perplexity`` (``label`` names it; a ``source`` of "published" is
+    grey, ours blue); rungs without a figure are left out. Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    rungs = [r for r in rungs if isinstance(r.get("perplexity"), (int, float))]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.38 * max(len(rungs), 1) + 1.2))
+    colors = ["#bbbbbb" if r.get("source") == "published" else "#4c72b0" for r in rungs]
+    ax.barh(range(len(rungs)), [r["perplexity"] for r in rungs], color=colors)
+    for y, r in enumerate(rungs):
+        ax.text(r["perplexity"], y, f" {r['perplexity']:.1f}", va="center", fontsize=9)
+    ax.set_yticks(range(len(rungs)), [str(r[label]) for r in rungs], fontsize=9)
+    ax.invert_yaxis()
+    ax.margins(x=0.15)
+    return ax
+
+
+def show_recap(upto: str | None = None, root: Path = RESULTS) -> list[dict]:
+    """A chapter's recap: the PTB ladder so far (one bar and one table row per chapter, from bench/results) with the
+    published figures; says which chapters have no results file yet. Returns the rows."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    rungs = chapter_rungs(all_results(root), upto)
+    shown = [{**r, "label": f"ch. {r['chapter']}: {r['model']}"} for r in rungs if r["perplexity"] is not None]
+    if shown:
+        ax = plot_rungs(shown, label="label")
+        ax.set_xlabel("PTB test perplexity (lower is better), measured by bench/ (see the Measured appendix)")
+        ax.figure.tight_layout()
+        plt.show()
+    display(HTML(html_table(rungs, ["chapter", "model", "perplexity", "published", "measured"])))
+    return rungs
