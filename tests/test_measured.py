@@ -138,3 +138,33 @@ def test_a_new_result_moves_the_recap(results):
     (results / "window.json").write_text(json.dumps(better))
     after = _results.chapter_rungs(_results.all_results(results))
     assert before[1]["perplexity"] == 145.25 and (after[1]["model"], after[1]["perplexity"]) == ("window LM, full", 120.0)
+
+
+def test_seqviz_recap_finds_the_bench_from_a_notebook_folder(results, tmp_path, monkeypatch, capsys):
+    from seqviz import recap
+
+    monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
+    assert recap.find_bench(ROOT / "notebooks") == ROOT / "bench"  # a chapter runs in notebooks/ of a clone
+    alone = tmp_path / "colab"
+    alone.mkdir()
+    if recap.find_bench(alone) is None:  # a notebook opened alone: no bench/ above it
+        assert recap.show_recap("ngram", start=alone) is None
+        assert "SEQVIZ_ROOT" in capsys.readouterr().out
+    monkeypatch.setenv("SEQVIZ_ROOT", str(ROOT))
+    assert recap.find_bench(alone) == ROOT / "bench"
+
+
+def test_seqviz_recap_renders_the_results_files(results, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from seqviz import recap
+
+    # `results` is tmp/results with tmp/bench_*.py beside it: make it look like a repository's bench/ folder
+    repo = results.parent.parent / "repo"
+    (repo / "bench").mkdir(parents=True)
+    (repo / "bench" / "_results.py").write_text((ROOT / "bench" / "_results.py").read_text())
+    (results).rename(repo / "bench" / "results")
+    monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
+    rows = recap.show_recap("window", start=repo)
+    assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 145.25)]
