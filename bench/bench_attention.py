@@ -10,19 +10,25 @@
 2. Seq2Seq training throughput on the date task (``tiny`` preset: bidirectional GRU encoder, GRU decoder), pairs per
    second, without attention and with dot, general and additive attention.
 3. (full run only) exact match on 500 held-out dates after the chapter's training budget, with and without attention.
-4. (``--translation``) German -> English on Debian's trans-de-en: BPE per language, seq2seq with and without
-   attention (``--preset``, ``--epochs``), BLEU (sacrebleu) on the held-out test split for greedy and beam search.
+4. (``--translation``) German -> English on Debian's trans-de-en, pairs of at most ``--max-words`` words a side (every
+   split): BPE per language, seq2seq with and without attention (``--preset``: ``small`` is a bidirectional GRU
+   encoder and a GRU decoder of 256, Luong "general" attention; Adam, warm-up and cosine decay, teacher forcing),
+   BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search, and a few held-out
+   alignments of the attention model (for chapter 5's heatmap). The reference run, on one CPU thread:
+
+       .venv/bin/python bench/bench_attention.py --threads 1 --translation
 
 Figures go to bench/results/attention.json.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
 import torch.nn.functional as F
-from _results import write_results
+from _results import machine, write_results
 from torch.profiler import ProfilerActivity, profile
 
 import seqviz
@@ -104,27 +110,68 @@ def exact_match_table(task) -> list[dict]:
     return rows
 
 
-def translation_table(preset: str, epochs: int, merges: int, beam: int, device: str) -> list[dict]:
+def alignment_examples(model, task, n: int = 3, max_pieces: int = 10) -> list[dict]:
+    """Held-out alignments of the attention model: the first ``n`` test sources of at most ``max_pieces`` pieces,
+    greedy output pieces and the weights (T_out, S), rounded to 3 decimals, for chapter 5's heatmap."""
+    from seqviz.data import pad_batch
+    device = next(model.parameters()).device
+    idx = [i for i, s in enumerate(task.test_src) if len(s) <= max_pieces][:n]
+    out = []
+    for i in idx:
+        x, mask = pad_batch([task.test_src[i]], task.src_vocab.pad_id)
+        seqs, w = model.greedy(x.to(device), mask.to(device), max_len=2 * max_pieces + 5, return_attention=True)
+        T = len(seqs[0])
+        out.append({"source": [task.src_vocab.itos[j] for j in task.test_src[i]],
+                    "output": [task.tgt_vocab.itos[j] for j in seqs[0]],
+                    "reference": task.test_text[i][1],
+                    "weights": [[round(float(a), 3) for a in row] for row in w[0, :T].tolist()]})
+    return out
+
+
+def translation_table(preset: str, epochs: int, merges: int, beam: int, device: str, max_words: int | None,
+                      lr: float, length_penalty: float) -> tuple[list[dict], list[dict]]:
+    """Train the seq2seq with and without attention on trans-de-en; BLEU for greedy and beam search."""
+    import tempfile
+    from pathlib import Path
+
     from seqviz.data import load_corpus
     corpus = load_corpus("trans_de_en")
-    task, _ = translation_pairs(corpus, num_merges=merges, batch_size=64)
+    task, _ = translation_pairs(corpus, num_merges=merges, batch_size=64, max_words=max_words)
     refs = [t for _, t in task.test_text]
-    rows = []
+    rows, examples = [], []
+    print(f"trans-de-en: {len(task.train.sources)} training pairs (<= {max_words} words a side), "
+          f"{len(refs)} test pairs, BPE vocabularies {len(task.src_vocab)} / {len(task.tgt_vocab)}", flush=True)
     for attn in (None, "general"):
         seqviz.set_seed(0)
         model = Seq2Seq(task.config(preset, attention=attn)).to(device)
         t0 = time.perf_counter()
-        Trainer(model, TrainConfig(epochs=epochs, lr=3e-3, schedule=WarmupCosine(warmup=100), progress=False),
-                task.train, task.valid).fit()
+        with tempfile.TemporaryDirectory() as tmp:
+            # Adam, warm-up then cosine decay to 5% of lr; the best epoch by validation loss is kept
+            trainer = Trainer(model, TrainConfig(epochs=epochs, lr=lr, optimizer="adam", progress=False,
+                                                 schedule=WarmupCosine(warmup=200, final=0.05),
+                                                 checkpoint=Path(tmp) / "best.pt"), task.train, task.valid)
+            hist = trainer.fit()
+            trainer.load_checkpoint()
         train_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        greedy = bleu(translate(model, task, 1), refs)
+        beamed = bleu(translate(model, task, beam, length_penalty=length_penalty), refs)
+        summed = bleu(translate(model, task, beam, length_penalty=0.0), refs)       # plain sum of log-probs
         row = {"task": "trans-de-en", "preset": preset, "attention": attn or "none", "epochs": epochs,
-               "bpe_merges": merges, "test_pairs": len(refs), "train_s": train_s,
-               "bleu_greedy": bleu(translate(model, task, 1), refs),
-               f"bleu_beam{beam}": bleu(translate(model, task, beam), refs)}
+               "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
+               "valid_perplexity": hist.best["valid_perplexity"], "max_words": max_words, "bpe_merges": merges,
+               "train_pairs": len(task.train.sources), "test_pairs": len(refs),
+               "bleu_greedy": greedy, f"bleu_beam{beam}": beamed, "length_penalty": length_penalty,
+               f"bleu_beam{beam}_unnormalised": summed,
+               "train_s": train_s, "decode_s": time.perf_counter() - t0}
         rows.append(row)
-        print(f"trans-de-en, {preset}, attention={row['attention']:>8}: BLEU greedy {row['bleu_greedy']:.2f}, "
-              f"beam {beam} {row[f'bleu_beam{beam}']:.2f} ({train_s:.0f} s training)")
-    return rows
+        print(f"trans-de-en, {preset}, attention={row['attention']:>8}: BLEU greedy {greedy:.2f}, beam {beam} "
+              f"{beamed:.2f} (unnormalised {summed:.2f}); valid perplexity {row['valid_perplexity']:.1f} "
+              f"(best epoch {row['best_epoch']}); "
+              f"{train_s:.0f} s training", flush=True)
+        if attn is not None:
+            examples = alignment_examples(model, task)
+    return rows, examples
 
 
 def main() -> None:
@@ -133,25 +180,44 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs per timing (the best is kept)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: seqviz.configure_threads)")
     ap.add_argument("--translation", action="store_true", help="also train on trans-de-en and report BLEU")
-    ap.add_argument("--preset", default="tiny", choices=("tiny", "full"), help="Seq2Seq preset for translation")
-    ap.add_argument("--epochs", type=int, default=8, help="translation training epochs")
+    ap.add_argument("--preset", default="small", choices=("tiny", "small", "full"),
+                    help="Seq2Seq preset for translation")
+    ap.add_argument("--epochs", type=int, default=10, help="translation training epochs")
+    ap.add_argument("--lr", type=float, default=2e-3, help="translation peak learning rate (Adam)")
     ap.add_argument("--merges", type=int, default=2000, help="BPE merges per language")
-    ap.add_argument("--beam", type=int, default=4, help="beam width for BLEU")
-    ap.add_argument("--device", default="cpu", help="device for translation training (cpu, cuda)")
+    ap.add_argument("--max-words", type=int, default=10,
+                    help="keep pairs of at most this many words a side, every split (0: no limit)")
+    ap.add_argument("--beam", type=int, default=5, help="beam width for BLEU")
+    ap.add_argument("--length-penalty", type=float, default=1.0,
+                    help="beam ranking: log-probability / length ** this (1 = per-token mean)")
+    ap.add_argument("--device", default=None, help="device for translation training (default: seqviz.default_device())")
     ap.add_argument("--skip-attention-timing", action="store_true", help="only the translation table")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
+    load_start = os.getloadavg()
     lengths = [128, 256, 512, 1024] if args.quick else [128, 256, 512, 1024, 2048]
     figures = {"threads": threads, "quick": args.quick,
                "setup": "B=1, 4 heads, d_k=64, float32, forward only; memory from torch.profiler (CPU)"}
+    translation = None
+    if args.translation:
+        device = args.device or str(seqviz.default_device())
+        translation = translation_table(args.preset, args.epochs, args.merges, args.beam, device,
+                                        args.max_words or None, args.lr, args.length_penalty)
     if not args.skip_attention_timing:
         figures["attention_vs_sdpa"] = attention_vs_sdpa(lengths, args.repeats)
         task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
         figures["seq2seq_throughput"] = throughput(task, 10 if args.quick else 40)
         if not args.quick:
             figures["rows"] = exact_match_table(task)
-    if args.translation:
-        figures["translation"] = translation_table(args.preset, args.epochs, args.merges, args.beam, args.device)
+    if translation is not None:
+        figures["translation"], figures["translation_alignments"] = translation
+    # wall times depend on what else ran: record the load average (1, 5, 15 min) at the start and the end
+    load_end = os.getloadavg()
+    busy = max(load_start[0], load_end[0], load_end[1]) > 0.5 * (os.cpu_count() or 1)
+    figures["machine"] = {**machine(), "loadavg_start": [round(x, 2) for x in load_start],
+                          "loadavg_end": [round(x, 2) for x in load_end],
+                          "timings": ("under load: other processes shared the CPU, wall times are upper bounds"
+                                      if busy else "idle machine")}
     write_results("attention" if not args.skip_attention_timing else "attention_translation", figures)
 
 

@@ -550,3 +550,43 @@ def test_translation_pairs_translate_and_bleu():
     assert bleu(["a b c d"] * 4, refs) < 5
     with pytest.raises(ValueError, match="one reference per hypothesis"):
         bleu(refs[:2], refs)
+
+
+def test_translation_pairs_max_words_filters_every_split():
+    from seqviz.attention import translation_pairs
+    from seqviz.data import Corpus, SentencePair
+    short = [SentencePair(f"Ich sehe {n} Hunde.", f"I see {n} dogs.") for n in range(2, 40)]
+    long = [SentencePair(f"Ich sehe heute {n} sehr große Hunde.", f"Today I see {n} very big dogs.")
+            for n in range(2, 40)]
+    corpus = Corpus("toy", tuple(short[:30] + long[:30]), tuple(short[30:34] + long[30:34]),
+                    tuple(short[34:] + long[34:]), "test", "none")
+    task, _ = translation_pairs(corpus, num_merges=30, batch_size=8, max_words=4)
+    assert len(task.train.sources) == 30 and len(task.valid.sources) == 4
+    assert [s for s, _ in task.test_text] == [p.source for p in short[34:]]
+    everything, _ = translation_pairs(corpus, num_merges=30, batch_size=8)
+    assert len(everything.train.sources) == 60 and len(everything.test_text) == 8
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="max_words must be a positive int"):
+            translation_pairs(corpus, num_merges=30, max_words=bad)
+    with pytest.raises(ValueError, match="raise max_words"):
+        translation_pairs(corpus, num_merges=30, max_words=2)
+
+
+def test_small_preset_and_translate_stops_without_eos():
+    from seqviz.attention import Seq2Seq, translate, translation_pairs
+    from seqviz.data import Corpus, SentencePair
+    pairs = [SentencePair(f"Ich sehe {n} Hunde.", f"I see {n} dogs.") for n in range(2, 40)]
+    corpus = Corpus("toy", tuple(pairs[:30]), tuple(pairs[30:34]), tuple(pairs[34:]), "test", "none")
+    task, _ = translation_pairs(corpus, num_merges=30, batch_size=8)
+    c = task.config("small")
+    assert (c.d_h, c.d_emb, c.bidirectional, c.attention) == (256, 128, True, "general")
+    with pytest.raises(ValueError, match="preset"):
+        task.config("huge")
+    m = Seq2Seq(task.config("tiny", d_h=8, d_emb=4))
+    ch = next(p for p in task.tgt_vocab.itos if len(p) == 1 and p.isalpha())     # a one-letter piece
+    with torch.no_grad():                      # the model always says it, never </s>: only the cap stops it
+        m.out.bias[task.tgt_vocab.stoi[ch]] = 1e4
+    lens = [len(s) for s in task.test_src[:2]]
+    assert translate(m, task, 1, n=2) == [ch * (2 * max(lens) + 10)] * 2      # greedy: the batch's padded width
+    assert translate(m, task, 2, n=2) == [ch * (2 * n + 10) for n in lens]    # beam: each source's own length
+    assert translate(m, task, 1, n=1, max_len=3) == [ch * 3]

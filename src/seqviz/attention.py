@@ -318,6 +318,11 @@ class Seq2SeqConfig:
         return cls(src_vocab, tgt_vocab, **{"d_emb": 32, "d_h": 64, "bidirectional": True, **kw})
 
     @classmethod
+    def small(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
+        """Short-sentence translation (trans-de-en, <= 10 words a side) on one CPU thread: about a minute an epoch."""
+        return cls(src_vocab, tgt_vocab, **{"d_emb": 128, "d_h": 256, "bidirectional": True, "dropout": 0.3, **kw})
+
+    @classmethod
     def full(cls, src_vocab: int, tgt_vocab: int, **kw) -> "Seq2SeqConfig":
         """For real translation (trans-de-en), minutes on a GPU."""
         return cls(src_vocab, tgt_vocab, **{"d_emb": 256, "d_h": 512, "num_layers": 2, "bidirectional": True,
@@ -604,7 +609,7 @@ class PairTask:
     def config(self, preset: str = "tiny", **kw) -> Seq2SeqConfig:
         """A Seq2SeqConfig sized for these vocabularies with their special ids."""
         from seqviz._checks import _check_choice
-        _check_choice("preset", preset, ("tiny", "full"))
+        _check_choice("preset", preset, ("tiny", "small", "full"))
         ids = dict(pad_id=self.src_vocab.pad_id, bos_id=self.tgt_vocab.bos_id, eos_id=self.tgt_vocab.eos_id)
         if self.src_vocab.pad_id != self.tgt_vocab.pad_id:
             raise ValueError("source and target vocabularies must share the padding id")
@@ -657,16 +662,30 @@ def exact_match(model: Seq2Seq, src: list[list[int]], tgt: list[list[int]], pad_
 
 
 def translation_pairs(corpus, num_merges: int = 4000, batch_size: int = 64, *, seed: int = 0,
-                      max_tokens: int = 60) -> tuple[PairTask, dict]:
+                      max_tokens: int = 60, max_words: int | None = None) -> tuple[PairTask, dict]:
     """Sentence pairs (``SentencePair`` records of a Corpus, e.g. ``load_corpus("trans_de_en")``) as BPE pieces.
 
     One BPE per language is learned on its training side (Sennrich et al., 2016); pairs longer than ``max_tokens``
-    pieces on either side are dropped from training only. Returns the task and ``{"src": BPE, "tgt": BPE}``.
+    pieces on either side are dropped from training only. ``max_words`` keeps, in every split (test included), only
+    the pairs of at most that many words (split at whitespace) on each side: short sentences, a task a small model
+    learns on a CPU. Returns the task and ``{"src": BPE, "tgt": BPE}``.
     """
     from seqviz.data.bpe import BPE
+    if max_words is not None and (isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1):
+        raise ValueError(f"max_words must be a positive int (words per side) or None (no limit), got {max_words!r}")
+
+    def short(pairs) -> list:
+        pairs = list(pairs)
+        if max_words is None:
+            return pairs
+        return [p for p in pairs if len(p.source.split()) <= max_words and len(p.target.split()) <= max_words]
+
     train = list(corpus.train)
     if not train or not hasattr(train[0], "source"):
         raise ValueError("translation_pairs needs a corpus of SentencePair records, such as trans_de_en")
+    train = short(train)
+    if not train:
+        raise ValueError(f"no training pair has at most max_words={max_words} words on each side; raise max_words")
     bpe = {"src": BPE.learn((p.source for p in train), num_merges),
            "tgt": BPE.learn((p.target for p in train), num_merges)}
 
@@ -674,17 +693,18 @@ def translation_pairs(corpus, num_merges: int = 4000, batch_size: int = 64, *, s
         out = [(bpe["src"].encode(p.source), bpe["tgt"].encode(p.target)) for p in pairs]
         return [(s, t) for s, t in out if not drop_long or (len(s) <= max_tokens and len(t) <= max_tokens)]
 
-    test = list(corpus.test)
-    task = pair_task(enc(train, True), enc(corpus.valid, False), enc(test, False), batch_size, seed=seed,
+    test = short(corpus.test)
+    task = pair_task(enc(train, True), enc(short(corpus.valid), False), enc(test, False), batch_size, seed=seed,
                      test_text=[(p.source, p.target) for p in test])
     return task, bpe
 
 
 @torch.no_grad()
 def translate(model: Seq2Seq, task: PairTask, beam_size: int = 1, *, n: int | None = None,
-              max_len: int = 80, length_penalty: float = 1.0) -> list[str]:
+              max_len: int | None = None, length_penalty: float = 1.0) -> list[str]:
     """Decode the first ``n`` held-out sources (all by default) as text: batched greedy for ``beam_size=1``, else
-    ``seqviz.decode.beam_search`` per sentence with the beam scored as one batch."""
+    ``seqviz.decode.beam_search`` per sentence with the beam scored as one batch. ``max_len`` caps the output
+    pieces (default: twice the source's plus 10, so a model that never says </s> stops)."""
     from seqviz.data import pad_batch
     from seqviz.decode import beam_search
     src = task.test_src[:n]
@@ -694,12 +714,13 @@ def translate(model: Seq2Seq, task: PairTask, beam_size: int = 1, *, n: int | No
     if beam_size == 1:
         for i in range(0, len(src), 256):
             x, mask = pad_batch(src[i:i + 256], task.src_vocab.pad_id)             # (B, S) x2
-            outs.extend(model.greedy(x.to(device), mask.to(device), max_len=max_len))
+            cap = max_len or 2 * x.shape[1] + 10
+            outs.extend(model.greedy(x.to(device), mask.to(device), max_len=cap))
     else:
         model.eval()
         for s in src:
             dec = model.start(torch.tensor([s], device=device))
-            outs.append(beam_search(dec, [task.tgt_vocab.bos_id], beam_size, max_len, stop_id=eos,
+            outs.append(beam_search(dec, [task.tgt_vocab.bos_id], beam_size, max_len or 2 * len(s) + 10, stop_id=eos,
                                     length_penalty=length_penalty)[0][0])
     return ["".join(itos[i] for i in o if i != eos).strip() for o in outs]
 
