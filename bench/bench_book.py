@@ -3,9 +3,10 @@
     .venv/bin/python bench/bench_book.py                    # run every notebook of _toc.yml, weigh _build/html
     .venv/bin/python bench/bench_book.py --no-run           # page weights only (after `make book`)
     .venv/bin/python bench/bench_book.py --notebooks notebooks/03_rnn.ipynb
+    .venv/bin/python bench/bench_book.py --inplace          # re-execute the chapters themselves, timing each
 
 Run time: wall and CPU seconds of ``jupyter nbconvert --execute`` on a temporary copy (the notebook in the repository is
-not touched), kernel start and imports included, as a student pressing "Run all" meets it. CPU seconds are the
+not touched; ``--inplace`` executes the notebook itself and keeps its outputs), kernel start and imports included, as a student pressing "Run all" meets it. CPU seconds are the
 children's user + system time, so on a loaded machine the wall time grows and the CPU time much less. Page weight:
 the HTML file (which holds the widget state and the plots' text inline), the images it loads from ``_images``, and the
 widget state alone; the vendored JavaScript that every page shares is counted once, separately. The design's budget is
@@ -58,11 +59,12 @@ def cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_notebook(path: Path, timeout: int) -> dict:
-    """Execute a copy of the notebook in its own folder (so relative paths work); wall and CPU seconds."""
+def run_notebook(path: Path, timeout: int, inplace: bool = False) -> dict:
+    """Execute a copy of the notebook (or, with ``inplace``, the notebook itself, storing its new outputs) in its own
+    folder (so relative paths work); wall and CPU seconds."""
     jupyter = Path(sys.executable).with_name("jupyter")
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / path.name
+        out = path if inplace else Path(tmp) / path.name
         cmd = [str(jupyter), "nbconvert", "--to", "notebook", "--execute", f"--ExecutePreprocessor.timeout={timeout}",
                "--output", str(out), str(path)]
         cpu0, t0 = cpu_children(), time.perf_counter()
@@ -97,6 +99,9 @@ def main() -> None:
     ap.add_argument("--notebooks", nargs="+", help="notebooks to run (default: every .ipynb in _toc.yml)")
     ap.add_argument("--html", default=str(ROOT / "_build" / "html"), help="the built book (default _build/html)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    ap.add_argument("--inplace", action="store_true",
+                    help="execute the repository's notebooks themselves and keep their outputs (what the book shows): "
+                         "one run both re-executes the chapters and times them")
     args = ap.parse_args()
 
     files = toc_files()
@@ -106,7 +111,7 @@ def main() -> None:
             [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").is_file() and f.startswith("notebooks/")]
         rows = []
         for nb in notebooks:
-            rows.append(run_notebook(nb, args.timeout))
+            rows.append(run_notebook(nb, args.timeout, args.inplace))
             r = rows[-1]
             print(f"{r['notebook']:40s} {r['wall s']:7.1f} s wall {r['CPU s']:7.1f} s CPU  ({r['code cells']} cells)")
         figures["rows"] = rows
