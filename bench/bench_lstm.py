@@ -21,7 +21,7 @@ import argparse
 import time
 
 import torch
-from _results import read_results, write_results
+from _results import machine, read_results, write_results
 
 import seqviz
 from seqviz.data import Batch, Vocab, lm_batches, load_corpus, sentence_stream
@@ -142,7 +142,8 @@ def main() -> None:
     # a --quick run's perplexity is not a preset's figure: keep it out of "rows" (the ladder the appendix draws)
     key = "quick_rows" if args.quick else "rows"
     by_name = {r["name"]: r for r in figures.get(key, [])}
-    by_name.update({name: {"name": name, "test": ppl, "note": note} for name, ppl, note in rows})
+    stamp = {"measured": machine()["date"], "command": machine()["command"]}  # runs of parts merge: say which made a row
+    by_name.update({name: {"name": name, "test": ppl, "note": note, **stamp} for name, ppl, note in rows})
     figures[key] = list(by_name.values())
     for other in ("ngram", "window", "rnn"):                    # chapters 1-3, as their benches last measured them
         for r in (read_results(other) or {}).get("rows", []):

@@ -176,6 +176,48 @@ def test_agreement_examples_are_seeded_and_labelled_right():
     assert 0.4 < sum(ex.label for ex in a) / len(a) < 0.6
 
 
+def test_agreement_default_draws_are_unchanged_by_the_present_tense_option():
+    """p_present=0 (the default) gives the examples of the generator before that option existed (fingerprint taken
+    from it), so the classifier experiments seeded with it keep their data."""
+    import dataclasses
+    import hashlib
+
+    exs = agreement_examples(200, 6, seed=3)
+    assert exs == agreement_examples(200, 6, seed=3, p_present=0.0)
+    digest = hashlib.sha256(repr([dataclasses.astuple(e) for e in exs]).encode()).hexdigest()
+    assert digest.startswith("cf55159bd768c555")
+
+
+def test_agreement_with_agreeing_clause_verbs_is_seeded_and_labelled_right():
+    """p_present=1: every relative clause ends in a present-tense verb agreeing with the clause's own noun (an
+    attractor when its number differs); the main verb still agrees with the subject and never leaks."""
+    from seqviz.data.tasks import _NOUNS, _PAST_VERBS, _PRESENT_VERBS
+
+    a = agreement_examples(400, 6, seed=5, p_present=1.0)
+    assert a == agreement_examples(400, 6, seed=5, p_present=1.0) != agreement_examples(400, 6, seed=6, p_present=1.0)
+    number = {w: k for pair in _NOUNS for k, w in enumerate(pair)}             # noun -> 0 singular, 1 plural
+    verb_number = {w: k for pair in _PRESENT_VERBS for k, w in enumerate(pair)}
+    vocab = set(agreement_vocabulary())
+    clauses = 0
+    for ex in a:
+        assert set(ex.tokens) <= vocab and not set(ex.tokens) & set(AGREEMENT_VERBS)
+        assert ex.label == number[ex.tokens[1]] and ex.verb == AGREEMENT_VERBS[ex.label]
+        assert not set(ex.tokens) & set(_PAST_VERBS)                          # p_present=1: every clause verb agrees
+        nouns = [w for w in ex.tokens[2:] if w in number]
+        assert len(nouns) == ex.phrases and ex.attractors == sum(number[w] != ex.label for w in nouns)
+        for k, w in enumerate(ex.tokens):
+            if w == "that":                                                   # that the (adj) noun verb
+                j = k + 2 if ex.tokens[k + 2] in number else k + 3
+                assert ex.tokens[j + 1] in verb_number and verb_number[ex.tokens[j + 1]] == number[ex.tokens[j]]
+                clauses += 1
+    assert clauses > 300                                                       # the check above did run
+    mixed = agreement_examples(400, 6, seed=5, p_present=0.5)
+    used = {w for ex in mixed for w in ex.tokens}
+    assert used & set(_PAST_VERBS) and used & set(verb_number)                 # p in (0, 1): both kinds of clause
+    with pytest.raises(ValueError, match="p_present is a probability"):
+        agreement_examples(3, p_present=-0.1)
+
+
 def test_agreement_examples_reject_bad_arguments():
     with pytest.raises(ValueError, match="n \\(number of examples\\) must be a positive int"):
         agreement_examples(0)

@@ -20,6 +20,9 @@ _NOUNS = (("flight", "flights"), ("key", "keys"), ("author", "authors"), ("pilot
 _PREPOSITIONS = ("near", "behind", "with", "for", "beside", "under")
 _ADJECTIVES = ("old", "new", "small", "famous", "busy", "red")
 _PAST_VERBS = ("saw", "liked", "cancelled", "praised", "found", "visited")  # past tense: no agreement of their own
+#: present tense (singular, plural): a relative clause's own verb, agreeing with the clause's subject (the attractor)
+_PRESENT_VERBS = (("sees", "see"), ("likes", "like"), ("cancels", "cancel"), ("praises", "praise"), ("finds", "find"),
+                  ("visits", "visit"))
 #: the verb to predict after the prefix, by the subject's number: label 0 = singular, 1 = plural
 AGREEMENT_VERBS: tuple[str, str] = ("is", "are")
 
@@ -45,7 +48,7 @@ class AgreementExample:
 def agreement_vocabulary() -> list[str]:
     """Every word the generator can emit (articles, nouns in both numbers, prepositions, ...) and both verbs."""
     words = ["the", "that"] + [w for pair in _NOUNS for w in pair] + list(_PREPOSITIONS) + list(_ADJECTIVES)
-    return words + list(_PAST_VERBS) + list(AGREEMENT_VERBS)
+    return words + list(_PAST_VERBS) + [w for pair in _PRESENT_VERBS for w in pair] + list(AGREEMENT_VERBS)
 
 
 def _noun_phrase(rng: random.Random, plural: bool) -> list[str]:
@@ -55,18 +58,22 @@ def _noun_phrase(rng: random.Random, plural: bool) -> list[str]:
 
 
 def agreement_examples(n: int, max_phrases: int = 4, *, seed: int = 0, p_relative: float = 0.4,
-                       p_attractor: float = 0.5) -> list[AgreementExample]:
+                       p_attractor: float = 0.5, p_present: float = 0.0) -> list[AgreementExample]:
     """`n` agreement prefixes with 0..max_phrases distractor phrases each (uniformly), seeded.
 
     A distractor phrase is a prepositional phrase ("near the old doors") or, with probability `p_relative`, an
     object relative clause ("that the airline cancelled"); each distractor noun has the opposite number of the subject
-    with probability `p_attractor`. Half of the subjects are plural. Only `random.Random(seed)` is used.
+    with probability `p_attractor`. With probability `p_present` a relative clause's verb is in the present tense and
+    agrees with the clause's own subject ("the flights that the airline cancels" -> "are"): a language model reading
+    the sentence must then get two agreements right, the inner one with the nearest noun and the outer one past it.
+    Half of the subjects are plural. Only `random.Random(seed)` is used; with p_present=0 (the default) the draws,
+    and so the examples, are those of the generator without that option.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (number of examples) must be a positive int, got {n!r}")
     if isinstance(max_phrases, bool) or not isinstance(max_phrases, int) or max_phrases < 0:
         raise ValueError(f"max_phrases must be a non-negative int, got {max_phrases!r}")
-    for name, p in (("p_relative", p_relative), ("p_attractor", p_attractor)):
+    for name, p in (("p_relative", p_relative), ("p_attractor", p_attractor), ("p_present", p_present)):
         if not 0 <= p <= 1:
             raise ValueError(f"{name} is a probability and must be in [0, 1], got {p!r}")
     rng = random.Random(seed)
@@ -80,7 +87,11 @@ def agreement_examples(n: int, max_phrases: int = 4, *, seed: int = 0, p_relativ
             other = plural != (rng.random() < p_attractor)             # the distractor noun's number
             attractors += other != plural
             if rng.random() < p_relative:
-                tokens += ["that", *_noun_phrase(rng, other), rng.choice(_PAST_VERBS)]
+                clause = ["that", *_noun_phrase(rng, other)]
+                if p_present and rng.random() < p_present:                 # the clause's verb agrees with its noun
+                    tokens += [*clause, rng.choice(_PRESENT_VERBS)[int(other)]]
+                else:
+                    tokens += [*clause, rng.choice(_PAST_VERBS)]
             else:
                 tokens += [rng.choice(_PREPOSITIONS), *_noun_phrase(rng, other)]
         out.append(AgreementExample(tuple(tokens), int(plural), k, len(tokens) - 2, attractors))
