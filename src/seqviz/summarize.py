@@ -42,7 +42,7 @@ from seqviz.decode import beam_search, generate
 from seqviz.transformer import TransformerConfig, TransformerLM
 
 __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer", "build_example", "Example", "summary_batches",
-           "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained", "PRETRAINED_PATH", "PRETRAINED_SHA256",
+           "make_examples", "finetune", "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained", "PRETRAINED_PATH", "PRETRAINED_SHA256",
            "summarize", "Score", "rouge_tokenize", "rouge", "rouge_corpus", "lead_baseline", "headline_length",
            "split_sentences", "random_sentence_baseline", "summary_attention", "SummaryAttention", "evaluate_rouge"]
 
@@ -184,12 +184,42 @@ def summary_batches(examples: Sequence[Example], batch_size: int, pad_id: int, *
     return out
 
 
+def make_examples(tok: "SummaryTokenizer", articles, max_len: int, loss_on: str = "summary",
+                  max_new_tokens: int = 24) -> list[Example]:
+    """Training examples for records with .body and .headline: the article cut to the same first
+    ``max_len - 1 - max_new_tokens`` tokens the prompt keeps at inference (:func:`prompt_ids`), the headline to
+    ``max_new_tokens`` tokens."""
+    keep = max_len - 1 - max_new_tokens
+    return [build_example(tok.encode(_lead_text(a.body, keep))[:keep], tok.encode(" " + a.headline.strip()),
+                          tok.delim_id, tok.eos_id, max_len, loss_on, max_summary=max_new_tokens) for a in articles]
+
+
+def _lead_text(body: str, n_tokens: int) -> str:
+    """The body's first words, enough for ``n_tokens`` BPE pieces (a piece is never shorter than a word's share):
+    encoding a whole 600-token body to keep 100 tokens would waste most of the time."""
+    return " ".join(body.split(" ")[:n_tokens]) if body.strip() else body
+
+
+def finetune(model: TransformerLM, tok: "SummaryTokenizer", articles, steps: int, *, batch_size: int = 16,
+             lr: float = 1e-3, loss_on: str = "summary", warmup: int = 20, seed: int = 0, progress: bool = True,
+             max_new_tokens: int = 24):
+    """Train ``model`` on the δ-joined pairs of ``articles`` for ``steps`` optimizer steps through ``seqviz.train``
+    (AdamW, warm-up + cosine); returns the History (time, tokens/s, losses)."""
+    from seqviz.train import Trainer, TrainConfig, WarmupCosine
+
+    exs = make_examples(tok, articles, model.config.max_len, loss_on, max_new_tokens)
+    epochs = steps * batch_size // len(exs) + 1
+    batches = summary_batches(exs, batch_size, tok.pad_id, epochs=epochs, seed=seed)
+    cfg = TrainConfig(max_steps=steps, lr=lr, seed=seed, progress=progress, schedule=WarmupCosine(warmup=warmup))
+    return Trainer(model, cfg, batches).fit()
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Pretraining (SLP §9.9.1): a small LM on the training bodies, stored as package data with its SHA-256
 # ----------------------------------------------------------------------------------------------------------------
 PRETRAINED_PATH = Path(__file__).resolve().parent / "checkpoints" / "bbc_lm.pt"
 #: SHA-256 of the committed checkpoint; ``make pretrain-summarize`` prints the value of a rebuilt one
-PRETRAINED_SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
+PRETRAINED_SHA256 = "891f387f74f1eeb9cab82a074287a45cfb0b9ee26c82c2a3ad082e7e39cdb2b5"
 
 
 @dataclass
@@ -293,22 +323,33 @@ def prompt_ids(tok: SummaryTokenizer, article: str, max_len: int, max_new_tokens
 
 
 def summarize(model: TransformerLM, tok: SummaryTokenizer, article: str, method: str = "greedy",
-              max_new_tokens: int = 24, *, beam_size: int = 4, length_penalty: float = 0.6,
+              max_new_tokens: int = 24, *, min_new_tokens: int = 2, beam_size: int = 4, length_penalty: float = 0.6,
               temperature: float = 1.0, top_k: int | None = None, seed: int | None = 0) -> list[int]:
     """A summary of ``article`` (ids, without the final ``</s>``): the prompt is the article's first tokens + δ
-    (:func:`prompt_ids`), decoding stops at ``</s>`` or after ``max_new_tokens``. ``method`` is "greedy", "beam"
-    (``beam_size``, ``length_penalty``) or "sample" (``temperature``, ``top_k``, ``seed``). Specials other than
-    ``</s>`` are never generated."""
+    (:func:`prompt_ids`); decoding stops at ``</s>`` or after ``max_new_tokens``, and ``</s>`` is not allowed before
+    ``min_new_tokens`` tokens (an undertrained model's most likely first token is often ``</s>``). ``method`` is
+    "greedy", "beam" (``beam_size``, ``length_penalty``) or "sample" (``temperature``, ``top_k``, ``seed``). Specials
+    other than ``</s>`` are never generated. With a minimum length, decoding runs in two phases (the first
+    ``min_new_tokens`` without ``</s>``, then the rest from the best of them), so beam search keeps one hypothesis
+    across the boundary."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    if isinstance(min_new_tokens, bool) or not isinstance(min_new_tokens, int) or not 0 <= min_new_tokens <= max_new_tokens:
+        raise ValueError(f"min_new_tokens must be an int in [0, max_new_tokens={max_new_tokens}], got {min_new_tokens!r}")
     prompt = prompt_ids(tok, article, model.config.max_len, max_new_tokens)
-    suppress = [i for i in tok.special_ids if i != tok.eos_id]
-    if method == "beam":
-        ids = beam_search(model, prompt, beam_size, max_new_tokens, stop_id=tok.eos_id,
-                          length_penalty=length_penalty, suppress_ids=suppress)[0][0]
-    else:
-        ids = generate(model, prompt, max_new_tokens, greedy=method == "greedy", temperature=temperature,
-                       top_k=top_k, seed=seed, stop_id=tok.eos_id, suppress_ids=suppress)
+    never = [i for i in tok.special_ids if i != tok.eos_id]
+
+    def run(prefix: list[int], n: int, stop: int | None, suppress: list[int]) -> list[int]:
+        if n == 0:
+            return []
+        if method == "beam":
+            return beam_search(model, prefix, beam_size, n, stop_id=stop, length_penalty=length_penalty,
+                               suppress_ids=suppress)[0][0]
+        return generate(model, prefix, n, greedy=method == "greedy", temperature=temperature, top_k=top_k,
+                        seed=seed, stop_id=stop, suppress_ids=suppress)
+
+    first = run(prompt, min_new_tokens, None, never + [tok.eos_id])                 # no </s> yet
+    ids = first + run(prompt + first, max_new_tokens - min_new_tokens, tok.eos_id, never)
     return ids[:-1] if ids and ids[-1] == tok.eos_id else ids
 
 
@@ -456,7 +497,8 @@ def summary_attention(model: TransformerLM, tok: SummaryTokenizer, article: str,
     prompt = prompt_ids(tok, article, model.config.max_len, max_new_tokens)
     seq = prompt + summary_ids[:max(1, model.config.max_len - len(prompt))]
     m = len(prompt) - 1
-    w = model.attention_weights(torch.tensor(seq)).float().cpu().numpy()          # (L, H, T, T)
+    device = next(model.parameters()).device
+    w = model.attention_weights(torch.tensor(seq, device=device)).float().cpu().numpy()   # (L, H, T, T)
     n = len(seq) - m - 1                                                          # summary tokens shown
     rows = w[:, :, m:m + n, :]                                                    # (L, H, n, T) from δ on
     share = rows[..., :m].sum(-1)                                                 # (L, H, n)
