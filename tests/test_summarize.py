@@ -149,6 +149,11 @@ def test_generation_stops_at_eos_and_at_the_limit(copy_model):
     assert summarize(model, tok, art, max_new_tokens=8) == [7, 12, 5]     # </s> dropped
     assert summarize(model, tok, art, max_new_tokens=2) == [7, 12]        # the limit
     assert len(summarize(model, tok, art, "sample", max_new_tokens=2, seed=3)) <= 2
+    # a minimum length forbids </s> before it: the model must go on past the 3 copied words
+    assert len(summarize(model, tok, art, max_new_tokens=8, min_new_tokens=5)) >= 5
+    assert len(summarize(model, tok, art, "beam", max_new_tokens=8, min_new_tokens=5)) >= 5
+    with pytest.raises(ValueError, match="min_new_tokens"):
+        summarize(model, tok, art, max_new_tokens=2, min_new_tokens=3)
 
 
 def test_prompt_truncates_a_long_article_and_never_crashes(copy_model):
@@ -196,6 +201,19 @@ def test_tokenizer_round_trip_and_delimiter_refused():
         tok.encode(f"a {DELIMITER} b")
     back = SummaryTokenizer.from_state(tok.state())
     assert back.encode("the mat") == tok.encode("the mat")
+
+
+def test_training_examples_truncate_the_article_like_the_prompt():
+    from seqviz.summarize import make_examples
+
+    body = " ".join(f"word{i % 37} and more text" for i in range(300))
+    tok = SummaryTokenizer.learn([body], num_merges=50)
+    art = Article("t", "word3 and more", body)
+    ex = make_examples(tok, [art], max_len=64, max_new_tokens=10)[0]
+    p = prompt_ids(tok, body, 64, 10)
+    assert ex.x[:ex.m + 1] == p                           # the same first 53 article tokens, then δ
+    assert ex.m == 64 - 1 - 10
+    assert tok.decode(ex.x[ex.m + 1:]) == "word3 and more" and ex.y[-1] == tok.eos_id
 
 
 def test_unknown_corpus_is_a_clear_error():
