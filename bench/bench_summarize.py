@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_results  # noqa: E402
+from _results import machine, read_results, write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
@@ -88,22 +88,30 @@ def main() -> None:
     test = corpus.test[:30] if args.quick else corpus.test
     rows = baselines(corpus, test)
     for r in rows:
-        print(f"{'baseline':8s} {r['name']:28s} {'':6s} R-1 {r['rouge1']:5.1f} R-2 {r['rouge2']:5.1f} R-L {r['rougeL']:5.1f}")
+        print(f"{'baseline':8s} {r['name']:28s} {'':6s} R-1 {r['rouge1']:5.1f} R-2 {r['rouge2']:5.1f} "
+              f"R-L {r['rougeL']:5.1f}")
     for preset in args.presets:
         p = PRESETS[preset]
         steps = max(1, p["steps"] // 10) if args.quick else p["steps"]
         for init, loss_on in p["models"]:
             rows += train_and_score(preset, init, loss_on, steps, p["methods"], corpus, test)
+    # rows of presets not run now are kept from the recorded file (each preset's run keeps its own machine block)
+    name = "summarize_dev" if args.quick else "summarize"
+    old = read_results(name) or {}
+    recorded = old.get("runs") or {p: old["machine"] for p in old.get("presets", []) if "machine" in old}
+    runs = {p: m for p, m in recorded.items() if p not in args.presets}
+    runs.update({p: machine() for p in args.presets})
+    rows += [r for r in old.get("rows", []) if r.get("preset") not in ("-", *args.presets)]
     lead = rows[0]
-    best = max((r for r in rows[2:]), key=lambda r: r["rougeL"])
+    models = [r for r in rows[2:]]
+    best = max(models, key=lambda r: r["rougeL"])
     goal = {"lead_rougeL": lead["rougeL"], "best_model": f"{best['name']} ({best['preset']}, {best['decoding']})",
             "best_rougeL": best["rougeL"], "beats_lead": best["rougeL"] > lead["rougeL"],
             "margin_rougeL": round(best["rougeL"] - lead["rougeL"], 2)}
     print(f"goal: best model R-L {best['rougeL']:.1f} vs lead {lead['rougeL']:.1f} "
           f"({'beats' if goal['beats_lead'] else 'misses by'} {abs(goal['margin_rougeL']):.1f})")
-    write_results("summarize_dev" if args.quick else "summarize",
-                  {"rows": rows, "goal": goal, "test_articles": len(test), "presets": args.presets,
-                   "pretrained": {"checkpoint": "src/seqviz/checkpoints/bbc_lm.pt", **load_pretrained()[2]}})
+    write_results(name, {"rows": rows, "goal": goal, "test_articles": len(test), "runs": runs,
+                         "pretrained": {"checkpoint": "src/seqviz/checkpoints/bbc_lm.pt", **load_pretrained()[2]}})
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Shapes, batch first: B batch, T time, V vocabulary, L layers, H heads, T_q / T_k
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import re
 import time
@@ -42,7 +41,8 @@ from seqviz.decode import beam_search, generate
 from seqviz.transformer import TransformerConfig, TransformerLM
 
 __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer", "build_example", "Example", "summary_batches",
-           "make_examples", "finetune", "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained", "PRETRAINED_PATH", "PRETRAINED_SHA256",
+           "make_examples", "finetune", "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained",
+           "PRETRAINED_PATH", "PRETRAINED_SHA256", "prompt_ids",
            "summarize", "Score", "rouge_tokenize", "rouge", "rouge_corpus", "lead_baseline", "headline_length",
            "split_sentences", "random_sentence_baseline", "summary_attention", "SummaryAttention", "evaluate_rouge"]
 
@@ -111,7 +111,7 @@ class SummaryTokenizer:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The δ recipe (SLP §9.9, Fig. 9.24): x_1..x_m δ y_1..y_n </s>, with a loss mask
+# The δ recipe for summarization (SLP §9.9, Fig. 9.24): x_1..x_m δ y_1..y_n </s>, with a loss mask
 # ----------------------------------------------------------------------------------------------------------------
 class Example(NamedTuple):
     """One training sequence: ``x`` the LM's input, ``y`` its next-token targets (IGNORE_INDEX where not scored),
@@ -301,12 +301,12 @@ def load_pretrained(path: str | Path = PRETRAINED_PATH, sha256: str | None = PRE
     missing, unexpected = model.load_state_dict(record["state"], strict=False)
     if unexpected or set(missing) - {"V.weight"}:
         raise ValueError(f"checkpoint {path} does not fit the model: missing {missing}, unexpected {unexpected}")
-    model.V.weight = model.E.weight                                               # (9.16) tied again
+    model.V.weight = model.E.weight                                               # (9.16) weight tying again
     return model.to(device or "cpu"), tok, record["info"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Generation (Fig. 9.24): the article and δ prime the LM, which writes until </s> or the length limit
+# Generation (summarization, Fig. 9.24): the article and δ prime the LM, which writes until </s> or the limit
 # ----------------------------------------------------------------------------------------------------------------
 _METHODS = ("greedy", "beam", "sample")
 
@@ -334,8 +334,10 @@ def summarize(model: TransformerLM, tok: SummaryTokenizer, article: str, method:
     across the boundary."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
-    if isinstance(min_new_tokens, bool) or not isinstance(min_new_tokens, int) or not 0 <= min_new_tokens <= max_new_tokens:
-        raise ValueError(f"min_new_tokens must be an int in [0, max_new_tokens={max_new_tokens}], got {min_new_tokens!r}")
+    if (isinstance(min_new_tokens, bool) or not isinstance(min_new_tokens, int)
+            or not 0 <= min_new_tokens <= max_new_tokens):
+        raise ValueError(f"min_new_tokens must be an int in [0, max_new_tokens={max_new_tokens}], "
+                         f"got {min_new_tokens!r}")
     prompt = prompt_ids(tok, article, model.config.max_len, max_new_tokens)
     never = [i for i in tok.special_ids if i != tok.eos_id]
 
