@@ -422,3 +422,76 @@ def test_decode_through_the_cache_equals_rescoring_the_context():
     assert [ids for ids, _ in cached] == [ids for ids, _ in rescored]
     assert [lp for _, lp in cached] == pytest.approx([lp for _, lp in rescored], abs=1e-4)
     assert decode.generate(m, [4], 12, greedy=True) == decode.generate(m.next_token_logits, [4], 12, greedy=True)
+
+
+# -- sliding_loss (the PTB rung's evaluation) ---------------------------------------------------------------------
+def test_sliding_loss_scores_every_target_once():
+    from seqviz.transformer import sliding_loss, window_loss
+    m = _lm(max_len=8).requires_grad_(False)
+    ids = torch.randint(0, 16, (33,), generator=torch.Generator().manual_seed(3))    # 32 targets = 4 windows of 8
+    loss, n = sliding_loss(m, ids, 8, stride=8, batch_size=3)
+    assert n == 32 and loss == pytest.approx(window_loss(m, ids, 8), rel=1e-6)   # stride T: the same windows
+    # stride 2: every target after the first window is scored by the window whose last 2 positions hold it
+    loss2, n2 = sliding_loss(m, ids, 8, stride=2, batch_size=5)
+    total = float(torch.nn.functional.cross_entropy(m(ids[None, :8])[0][0], ids[1:9], reduction="sum"))
+    for s in range(2, 26, 2):
+        logits = m(ids[None, s:s + 8])[0][0]                                      # (8, V)
+        total += float(torch.nn.functional.cross_entropy(logits[-2:], ids[s + 7:s + 9], reduction="sum"))
+    assert n2 == 32 and loss2 == pytest.approx(total / 32, rel=1e-6)
+    skipped, n3 = sliding_loss(m, ids, 8, skip_target=int(ids[5]))
+    assert n3 == 32 - int((ids[1:] == ids[5]).sum())
+    with pytest.raises(ValueError, match="stride must be an int in"):
+        sliding_loss(m, ids, 8, stride=9)
+    with pytest.raises(ValueError, match="no target left"):
+        sliding_loss(m, torch.tensor([1, 2]), 8, skip_target=2)
+
+
+# -- greedy decoding of the encoder-decoder (chapter 5's exact_match contract) ------------------------------------
+def test_encdec_greedy_matches_stepwise_argmax_and_stops_at_eos():
+    from seqviz.attention import exact_match
+    from seqviz.transformer import EncoderDecoderConfig
+    m = _encdec(eos_id=2)
+    src = torch.randint(3, 15, (3, 5), generator=torch.Generator().manual_seed(4))
+    out, cross = m.greedy(src, max_len=6, return_attention=True)
+    for b in range(3):                                                            # rescoring the prefix each step
+        ids = [1]
+        for _ in range(6):
+            ids.append(int(m(src[b:b + 1], tgt_in=torch.tensor([ids]))[0][0, -1].argmax()))
+            if ids[-1] == 2:
+                break
+        assert out[b] == ids[1:]
+    assert cross.shape == (3, 1, 2, len(max(out, key=len)), 5)
+    torch.testing.assert_close(cross.sum(-1), torch.ones_like(cross.sum(-1)), atol=1e-5, rtol=0)
+    ok = exact_match(m, src.tolist(), out, pad_id=0, max_len=6)                  # its own outputs: all right
+    assert bool(ok.all())
+    with pytest.raises(ValueError, match="eos_id must be a target-vocabulary id"):
+        EncoderDecoderConfig.tiny(15, 12, bos_id=1, pad_id=0, eos_id=12)
+
+
+def test_init_std_sets_the_initial_weights_and_rejects_bad_values():
+    from seqviz.transformer import EncoderDecoderConfig, EncoderDecoderTransformer
+    torch.manual_seed(0)
+    lm = TransformerLM(TransformerConfig(200, max_len=16, d_model=64, num_layers=2, init_std=0.1))
+    assert float(lm.E.weight.std()) == pytest.approx(0.1, rel=0.05)
+    assert float(lm.blocks[0].attn.W_O.weight.std()) == pytest.approx(0.1 / 2, rel=0.1)   # / sqrt(2 L), L = 2
+    ed = EncoderDecoderTransformer(EncoderDecoderConfig(30, 40, bos_id=1, pad_id=0, d_model=64, init_std=0.1))
+    assert float(ed.E_tgt.weight.std()) == pytest.approx(0.1, rel=0.1)
+    for bad in (0, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match="init_std must be a number > 0"):
+            TransformerConfig(10, init_std=bad)
+        with pytest.raises(ValueError, match="init_std must be a number > 0"):
+            EncoderDecoderConfig(10, 10, bos_id=1, pad_id=0, init_std=bad)
+
+
+def test_masked_windows_are_mask_tokens_of_random_windows():
+    from seqviz.transformer import masked_windows, random_windows
+    ids = torch.randint(0, 20, (500,), generator=torch.Generator().manual_seed(0))
+    batches = masked_windows(ids, 3, 16, 8, mask_id=20, vocab_size=21, seed=7)
+    plain = random_windows(ids, 3, 16, 8, seed=7)
+    for b, p in zip(batches, plain):
+        chosen = b.y != IGNORE_INDEX
+        assert torch.equal(b.y[chosen], p.x[chosen])                              # targets: the original ids
+        assert torch.equal(b.x[~chosen], p.x[~chosen])                            # the rest untouched
+        assert bool((b.x[chosen] == 20).any())
+    again = masked_windows(ids, 3, 16, 8, mask_id=20, vocab_size=21, seed=7)
+    assert all(torch.equal(a.x, b.x) and torch.equal(a.y, b.y) for a, b in zip(again, batches))

@@ -29,8 +29,8 @@ from seqviz.decode import next_token_logits_by_step
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "AttnOut", "FeedForward", "TransformerBlock",
            "BlockOut", "LearnedPositions", "SinusoidalPositions", "TransformerConfig", "TransformerLM",
-           "DecodeState", "mask_tokens", "random_windows", "window_loss", "EncoderDecoderConfig",
-           "EncoderDecoderTransformer", "EncDecState"]
+           "DecodeState", "mask_tokens", "masked_windows", "random_windows", "window_loss", "sliding_loss",
+           "EncoderDecoderConfig", "EncoderDecoderTransformer", "EncDecState"]
 
 _NORMS = ("post", "pre")
 _POSITIONS = ("learned", "sinusoidal", "none")
@@ -437,10 +437,14 @@ class TransformerConfig:
     causal: bool = True          # True: a left-to-right LM (GPT); False: bidirectional, for a masked LM (BERT)
     impl: str = "fused"          # "fused" (SDPA, F.layer_norm) or "scratch" (chapter 5's attention, our LayerNorm)
     eps: float = 1e-5            # LayerNorm epsilon
+    init_std: float = 0.02       # std of the initial weights: GPT-2's 0.02; small models on short runs learn their
+                                 # attention sooner from a larger one (~1/sqrt(d_model))
 
     def __post_init__(self):
         _check_positive(vocab_size=self.vocab_size, max_len=self.max_len, d_model=self.d_model,
                         num_heads=self.num_heads, num_layers=self.num_layers)
+        if isinstance(self.init_std, bool) or not isinstance(self.init_std, (int, float)) or not self.init_std > 0:
+            raise ValueError(f"init_std must be a number > 0 (GPT-2 uses 0.02), got {self.init_std!r}")
         if self.d_ff is None:
             self.d_ff = 4 * self.d_model
         _check_positive(d_ff=self.d_ff)
@@ -471,13 +475,13 @@ class DecodeState(NamedTuple):
     kv: tuple
 
 
-def _init_weights(model: nn.Module, num_layers: int) -> None:
-    """GPT-2's initialisation: N(0, 0.02) for every linear layer and embedding, zero biases, and the layers that
+def _init_weights(model: nn.Module, num_layers: int, std: float = 0.02) -> None:
+    """GPT-2's initialisation: N(0, std = 0.02) for every linear layer and embedding, zero biases, and the layers that
     write into the residual stream (W^O, W_2) scaled down by sqrt(2 L) so the stream does not grow with depth."""
     for name, p in model.named_parameters():
         if p.dim() == 2:
-            std = 0.02 / math.sqrt(2 * num_layers) if name.endswith(("W_O.weight", "W_2.weight")) else 0.02
-            nn.init.normal_(p, 0.0, std)
+            std_p = std / math.sqrt(2 * num_layers) if name.endswith(("W_O.weight", "W_2.weight")) else std
+            nn.init.normal_(p, 0.0, std_p)
         elif name.endswith(".bias"):
             nn.init.zeros_(p)
 
@@ -510,7 +514,7 @@ class TransformerLM(nn.Module):
         # pre-norm leaves the residual stream unnormalised: one last LayerNorm before the output layer (GPT-2)
         self.ln_f = LayerNorm(c.d_model, c.eps, c.impl) if c.norm == "pre" else nn.Identity()
         self.V = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        _init_weights(self, c.num_layers)
+        _init_weights(self, c.num_layers, c.init_std)
         if c.tie_weights:
             # (9.16) y_t = softmax(E^T h_t): one tensor, used twice (nn.Linear computes h V^T, so V = E here)
             self.V.weight = self.E.weight
@@ -670,6 +674,16 @@ def random_windows(ids: Tensor, n_batches: int, batch_size: int, T: int, seed: i
     return [Batch(r[:, :-1], r[:, 1:]) for r in rows]                               # (B, T) each
 
 
+def masked_windows(ids: Tensor, n_batches: int, batch_size: int, T: int, mask_id: int, vocab_size: int,
+                   p: float = 0.15, seed: int = 0) -> list[Batch]:
+    """Training data for a masked LM: ``random_windows`` of T tokens, each corrupted by :func:`mask_tokens` (15 %
+    chosen; 80 % [MASK], 10 % random, 10 % kept): Batch(x the corrupted window, y the original ids at the chosen
+    positions, IGNORE_INDEX elsewhere). Seeded by ``seed`` alone."""
+    g = torch.Generator().manual_seed(seed + 1)
+    return [Batch(*mask_tokens(b.x, mask_id, vocab_size, p=p, generator=g))
+            for b in random_windows(ids, n_batches, batch_size, T, seed=seed)]
+
+
 @torch.no_grad()
 def window_loss(model: nn.Module, ids: Tensor, T: int, batch_size: int = 256) -> float:
     """Mean cross-entropy per token (nats) over non-overlapping windows of T tokens covering ``ids``: window k reads
@@ -698,6 +712,50 @@ def window_loss(model: nn.Module, ids: Tensor, T: int, batch_size: int = 256) ->
     return total / n
 
 
+@torch.no_grad()
+def sliding_loss(model: nn.Module, ids: Tensor, T: int, stride: int | None = None, skip_target: int | None = None,
+                 batch_size: int = 64) -> tuple[float, int]:
+    """Mean cross-entropy per scored token (nats) over a long stream ``ids`` (1-D) read through windows of T tokens
+    that start every ``stride`` tokens (default T // 2): the first window scores all its predictions, each later one
+    only its last ``stride``, so every target is scored once and (after the first window) with at least T - stride
+    tokens of context. Targets equal to ``skip_target`` (e.g. the ``<s>`` of ``sentence_stream``, only ever an input)
+    are not scored. Returns (mean loss, number of scored targets); perplexity is exp(mean loss)."""
+    _check_positive(T=T, batch_size=batch_size)
+    stride = T // 2 if stride is None else stride
+    if not isinstance(stride, int) or not 1 <= stride <= T:
+        raise ValueError(f"stride must be an int in [1, T={T}], got {stride!r}")
+    ids = torch.as_tensor(ids).long()
+    n = ids.numel() - 1                                                             # positions with a next token
+    if ids.dim() != 1 or n < 1:
+        raise ValueError(f"ids must be a 1-D sequence of at least 2 token ids, got shape {tuple(ids.shape)}")
+    starts = list(range(0, max(n - T, 0) + 1, stride))
+    if starts[-1] + T < n:                                                          # cover the tail
+        starts.append(n - T)
+    was = model.training
+    model.eval()
+    total, count, done = 0.0, 0, 0                                                  # done: targets scored so far
+    try:
+        for i in range(0, len(starts), batch_size):
+            chunk = starts[i:i + batch_size]
+            L = min(T, n)
+            s = torch.tensor(chunk)[:, None] + torch.arange(L)                      # (b, L) positions
+            logits, _ = model(ids[s])                                               # (b, L, V)
+            y = ids[s + 1].clone()                                                  # (b, L) next tokens
+            for r, st in enumerate(chunk):                                          # score each target once
+                y[r, :max(done - st, 0)] = IGNORE_INDEX
+                done = max(done, st + L)
+            if skip_target is not None:
+                y[y == skip_target] = IGNORE_INDEX
+            total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX,
+                                           reduction="sum"))
+            count += int((y != IGNORE_INDEX).sum())
+    finally:
+        model.train(was)
+    if count == 0:
+        raise ValueError("no target left to score (every target is skip_target)")
+    return total / count, count
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The encoder-decoder transformer (Vaswani et al. 2017; SLP 9.9)
 # ----------------------------------------------------------------------------------------------------------------
@@ -723,13 +781,16 @@ class EncoderDecoderConfig:
     tie_weights: bool = True     # the decoder's output layer is its embedding matrix transposed
     impl: str = "fused"
     eps: float = 1e-5
+    eos_id: int | None = None    # target-side </s>: greedy decoding stops there (None: always max_len steps)
+    init_std: float = 0.02       # std of the initial weights (GPT-2's 0.02; a small model on a small task learns
+                                 # its attention far sooner from ~1/sqrt(d_model), e.g. 0.1 at d_model = 64)
 
     def __post_init__(self):
         _check_positive(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size,
                         max_len=self.max_len, d_model=self.d_model, num_heads=self.num_heads,
                         num_layers=self.num_layers)
         self.d_ff = 4 * self.d_model if self.d_ff is None else self.d_ff
-        for name in ("bos_id", "pad_id"):
+        for name in ("bos_id", "pad_id") + (("eos_id",) if self.eos_id is not None else ()):
             v = getattr(self, name)
             if not isinstance(v, int) or not 0 <= v < self.tgt_vocab_size:
                 raise ValueError(f"{name} must be a target-vocabulary id in [0, {self.tgt_vocab_size}), got {v!r}")
@@ -740,6 +801,8 @@ class EncoderDecoderConfig:
         _check_choice("positions", self.positions, _POSITIONS[:2])
         _check_choice("activation", self.activation, tuple(_ACTIVATIONS))
         _check_choice("impl", self.impl, _IMPLS)
+        if isinstance(self.init_std, bool) or not isinstance(self.init_std, (int, float)) or not self.init_std > 0:
+            raise ValueError(f"init_std must be a number > 0 (GPT-2 uses 0.02), got {self.init_std!r}")
 
     @classmethod
     def tiny(cls, src_vocab_size: int, tgt_vocab_size: int, bos_id: int, pad_id: int, **kw):
@@ -792,7 +855,7 @@ class EncoderDecoderTransformer(nn.Module):
         self.ln_enc = LayerNorm(c.d_model, c.eps, c.impl) if pre else nn.Identity()
         self.ln_dec = LayerNorm(c.d_model, c.eps, c.impl) if pre else nn.Identity()
         self.V = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        _init_weights(self, 2 * c.num_layers)
+        _init_weights(self, 2 * c.num_layers, c.init_std)
         if c.tie_weights:
             self.V.weight = self.E_tgt.weight
 
@@ -853,6 +916,45 @@ class EncoderDecoderTransformer(nn.Module):
         src = torch.as_tensor(src).long()
         src = src.unsqueeze(0) if src.dim() == 1 else src
         return _BoundDecoder(self, src, mask)
+
+
+    @torch.no_grad()
+    def greedy(self, src: Tensor, mask: Tensor | None = None, max_len: int = 50, return_attention: bool = False):
+        """Batched greedy decoding with the key/value caches: src (B, S), mask (B, S) -> list of B id lists (without
+        <s>, ending with </s> where ``config.eos_id`` was reached): the contract of ``seqviz.attention.exact_match``.
+        With ``return_attention``, also the cross-attention weights (B, L, H, T_out, S) of the greedy outputs."""
+        c = self.config
+        _check_positive(max_len=max_len)
+        src = torch.as_tensor(src).long()
+        src = src.unsqueeze(0) if src.dim() == 1 else src
+        was = self.training
+        self.eval()
+        try:
+            dec = self.bind(src, mask)
+            B = src.shape[0]
+            y = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src.device)   # (B, 1) <s>
+            done = torch.zeros(B, dtype=torch.bool, device=src.device)
+            state, out = None, []
+            for _ in range(max_len):
+                logits, state = dec.step(y, state)                                  # (B, V_tgt)
+                y = logits.argmax(-1, keepdim=True)                                 # (B, 1)
+                out.append(y)
+                if c.eos_id is not None:
+                    done |= y[:, 0] == c.eos_id
+                    if bool(done.all()):
+                        break
+            ids = torch.cat(out, 1)                                                 # (B, T_out)
+            weights = None
+            if return_attention:
+                tgt_in = torch.cat([torch.full((B, 1), c.bos_id, dtype=torch.long, device=src.device),
+                                    ids[:, :-1]], 1)                                # (B, T_out) what the decoder read
+                _, _, w = self(src, mask=mask, tgt_in=tgt_in, return_attention=True)
+                weights = w["cross"]                                                # (B, L, H, T_out, S)
+        finally:
+            self.train(was)
+        rows = ids.tolist()
+        seqs = [r[:r.index(c.eos_id) + 1] if c.eos_id is not None and c.eos_id in r else r for r in rows]
+        return (seqs, weights) if return_attention else seqs
 
 
 class _BoundDecoder:
