@@ -142,7 +142,7 @@ def main() -> None:
     # a --quick run's perplexity is not a preset's figure: keep it out of "rows" (the ladder the appendix draws)
     key = "quick_rows" if args.quick else "rows"
     by_name = {r["name"]: r for r in figures.get(key, [])}
-    stamp = {"measured": machine()["date"], "command": machine()["command"]}  # runs of parts merge: say which made a row
+    stamp = {"measured": machine()["date"], "command": machine()["command"]}  # parts merge: say which run made a row
     by_name.update({name: {"name": name, "test": ppl, "note": note, **stamp} for name, ppl, note in rows})
     figures[key] = list(by_name.values())
     for other in ("ngram", "window", "rnn"):                    # chapters 1-3, as their benches last measured them

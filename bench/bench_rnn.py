@@ -141,7 +141,7 @@ def main() -> None:
                      f"{r['seconds'] / 60:.1f} min at {r['tokens_per_s']:,.0f} tok/s; valid PP "
                      + " ".join(f"{v:.1f}" for v in r["valid_ppl"]) + f"; {r['test_targets']:,} test targets"))
     by_name = {r["name"]: r for r in figures.get("rows", [])}
-    stamp = {"measured": machine()["date"], "command": machine()["command"]}  # runs of parts merge: say which made a row
+    stamp = {"measured": machine()["date"], "command": machine()["command"]}  # parts merge: say which run made a row
     by_name.update({name: {"name": name, "test": ppl, "note": note, **stamp} for name, ppl, note in rows})
     figures["rows"] = list(by_name.values())
     for name, ppl in PUBLISHED:
