@@ -15,7 +15,7 @@ from seqviz._checks import IGNORE_INDEX
 from seqviz.data import Article, load_corpus
 from seqviz.data.bpe import BPE
 from seqviz.data.text import Vocab
-from seqviz.summarize import (DELIMITER, PRETRAINED_PATH, PRETRAINED_SHA256, SPECIALS, Score, SummaryTokenizer,
+from seqviz.summarize import (DELIMITER, PRETRAINED_PATH, SPECIALS, Score, SummaryTokenizer,
                               build_example, headline_length, lead_baseline, load_pretrained, prompt_ids,
                               random_sentence_baseline, rouge, rouge_corpus, rouge_tokenize, split_sentences,
                               summarize, summary_attention, summary_batches)
