@@ -218,7 +218,10 @@ def finetune(model: TransformerLM, tok: "SummaryTokenizer", articles, steps: int
 # Pretraining (SLP §9.9.1): a small LM on the training bodies, stored as package data with its SHA-256
 # ----------------------------------------------------------------------------------------------------------------
 PRETRAINED_PATH = Path(__file__).resolve().parent / "checkpoints" / "bbc_lm.pt"
-#: SHA-256 of the committed checkpoint; ``make pretrain-summarize`` prints the value of a rebuilt one
+#: SHA-256 of the committed checkpoint; ``make pretrain-summarize`` prints the value of a rebuilt one. The committed
+#: file (PretrainConfig defaults, 400 steps) took 315 s to build on one thread of a 2-core machine under load (load
+#: average ~7, shared with other jobs; its ``info["seconds"]``): expect less on an idle machine. A rebuild on another
+#: CPU or torch version may differ in the last bits, and then has another SHA-256.
 PRETRAINED_SHA256 = "891f387f74f1eeb9cab82a074287a45cfb0b9ee26c82c2a3ad082e7e39cdb2b5"
 
 
