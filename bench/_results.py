@@ -213,11 +213,15 @@ def ladder(results: dict[str, dict]) -> list[dict]:
 #: the benches that put a chapter's model on the PTB perplexity ladder, in lecture order, with the chapter they measure
 CHAPTERS = {"ngram": "1 n-gram", "window": "2 fixed window", "rnn": "3 RNN", "lstm": "4 LSTM",
             "transformer": "6 transformer"}
+#: what a chapter's own models are called in its bench's rows (benches also print baselines, e.g. KN5 in window.json)
+FAMILY = {"ngram": ("gram",), "window": ("window",), "rnn": ("rnn", "elman"), "lstm": ("lstm", "gru"),
+          "transformer": ("transformer",)}
 
 
 def chapter_rungs(results: dict[str, dict], upto: str | None = None) -> list[dict]:
-    """One row per chapter of the PTB ladder up to the bench ``upto`` (all of them by default): the chapter's best
-    measured test perplexity and the model that reached it, beside that bench's published figures. A chapter whose
+    """One row per chapter of the PTB ladder up to the bench ``upto`` (all of them by default): the best measured test
+    perplexity of the chapter's own models (:data:`FAMILY`; a bench's baselines are left out) and the model that reached
+    it, beside the published figures that bench prints (each figure once, at its first chapter). A chapter whose
     results file is absent (or has no PTB rows) gets perplexity None and the command that measures it."""
     names = list(CHAPTERS)
     if upto is not None:
@@ -227,9 +231,11 @@ def chapter_rungs(results: dict[str, dict], upto: str | None = None) -> list[dic
     rungs = ladder({n: results[n] for n in names if n in results})
     out, cited = [], set()
     for n in names:
-        ours = [r for r in rungs if r["bench"] == n and r["source"] == "ours" and r["corpus"].startswith("PTB")]
-        pub = [r for r in rungs if r["bench"] == n and r["source"] == "published" and r["model"] not in cited]
-        cited.update(r["model"] for r in pub)  # a figure several benches print beside theirs is listed once
+        ours = [r for r in rungs if r["bench"] == n and r["source"] == "ours" and r["corpus"].startswith("PTB")
+                and any(word in r["model"].lower() for word in FAMILY[n])]  # the chapter's models, not its baselines
+        pub = [r for r in rungs if r["bench"] == n and r["source"] == "published"
+               and round(r["perplexity"], 1) not in cited]
+        cited.update(round(r["perplexity"], 1) for r in pub)  # a figure several benches print is listed once
         best = min(ours, key=lambda r: r["perplexity"]) if ours else None
         out.append({"chapter": CHAPTERS[n], "model": best["model"] if best else f"not measured: python bench/bench_{n}.py",
                     "perplexity": best["perplexity"] if best else None,

@@ -117,15 +117,15 @@ def test_page_is_executed_at_every_build_and_reads_the_results():
 
 
 def test_chapter_rungs_take_each_chapters_best_ptb_figure(results):
-    ngram = {"machine": WINDOW["machine"], "corpus": "PTB", "published": {"KN 5-gram, Mikolov et al. 2011 (test)": 141.2},
+    ngram = {"machine": WINDOW["machine"], "corpus": "PTB", "published": {"KN 5-gram (Mikolov et al. 2011)": 141.2},
              "rows": [{"model": "KN 5-gram", "test": 141.5}, {"model": "Laplace 3-gram", "test": 990.0}]}
     (results / "ngram.json").write_text(json.dumps(ngram))
     rungs = _results.chapter_rungs(_results.all_results(results), upto="rnn")
     assert [r["chapter"] for r in rungs] == ["1 n-gram", "2 fixed window", "3 RNN"]
     assert (rungs[0]["model"], rungs[0]["perplexity"]) == ("KN 5-gram", 141.5)  # rows named by "model" work too
-    assert (rungs[1]["model"], rungs[1]["perplexity"]) == ("KN 4-gram", 145.25)  # the best row of window.json
-    assert rungs[0]["published"] == "KN 5-gram, Mikolov et al. 2011 (test): 141.2"
-    assert rungs[1]["published"] is None  # the same published figure is listed once, at its first chapter
+    assert (rungs[1]["model"], rungs[1]["perplexity"]) == ("window LM <b>", 171.5)  # not window.json's KN baseline
+    assert rungs[0]["published"] == "KN 5-gram (Mikolov et al. 2011): 141.2"
+    assert rungs[1]["published"] is None  # the same published figure (141.2) is listed once, at its first chapter
     assert rungs[2]["perplexity"] is None and rungs[2]["model"] == "not measured: python bench/bench_rnn.py"
     with pytest.raises(ValueError, match="upto must be one of"):
         _results.chapter_rungs({}, upto="attention")
@@ -137,7 +137,7 @@ def test_a_new_result_moves_the_recap(results):
     better["rows"].append({"name": "window LM, full", "test": 120.0})
     (results / "window.json").write_text(json.dumps(better))
     after = _results.chapter_rungs(_results.all_results(results))
-    assert before[1]["perplexity"] == 145.25 and (after[1]["model"], after[1]["perplexity"]) == ("window LM, full", 120.0)
+    assert before[1]["perplexity"] == 171.5 and (after[1]["model"], after[1]["perplexity"]) == ("window LM, full", 120.0)
 
 
 def test_seqviz_recap_finds_the_bench_from_a_notebook_folder(results, tmp_path, monkeypatch, capsys):
@@ -167,4 +167,4 @@ def test_seqviz_recap_renders_the_results_files(results, monkeypatch):
     (results).rename(repo / "bench" / "results")
     monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
     rows = recap.show_recap("window", start=repo)
-    assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 145.25)]
+    assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 171.5)]
