@@ -60,6 +60,7 @@ evaluation. Validation loss at the 90 s step budget (1 thread; losses do not dep
     recipe (changes from the previous tuned one: 3 x 128, batch 32, lr 3e-3)      ratio  steps   loss
     previous tuned (init 0.02), the idle protocol run of 12:49                     1.00   1011   1.7769
     init_std 0.05                                                                  1.01   1017   1.6943
+    init_std 0.09 (~1/sqrt(d_model))                                               1.00   1010   1.6980
     init_std 0.05, batch 64, lr 5e-3, AdamW betas (0.9, 0.95)                      0.90    452   1.7472
 
 Status: bench/results/transformer.json holds the protocol run of 2026-11-23 12:49 on an idle 2-core machine with
