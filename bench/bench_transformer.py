@@ -69,8 +69,8 @@ evaluation. Validation loss at the 90 s step budget (1 thread; losses do not dep
 Status: bench/results/transformer.json holds the protocol run of 2026-11-23 12:49 on an idle 2-core machine with
 the previous tuned recipe (init 0.02: 1.777 at 90 s, 1.696 at 139 s); it beats the reference at every mark but
 misses the goal (1.60 at 90 s, 1.55 at 139 s). The current ``TUNED`` (init 0.05, lr 4e-3, betas (0.9, 0.95)) has
-not yet had an idle wall-clock run; the fixed-step estimate above puts it near 1.69 at 90 s, still short of 1.60. Run the protocol (no arguments)
-on an idle machine to replace the rows; the PTB rows are kept.
+not yet had an idle wall-clock run; the fixed-step estimate above puts it near 1.69 at 90 s, still short of 1.60.
+Run the protocol (no arguments) on an idle machine to replace the rows; the PTB rows are kept.
 """
 from __future__ import annotations
 
