@@ -16,7 +16,7 @@
    BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search, and a few held-out
    alignments of the attention model (for chapter 5's heatmap). The reference run, on one CPU thread:
 
-       .venv/bin/python bench/bench_attention.py --threads 1 --translation
+       .venv/bin/python bench/bench_attention.py --threads 1 --translation --epochs 12   # ~50 min under load
 
 Figures go to bench/results/attention.json.
 """
@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--translation", action="store_true", help="also train on trans-de-en and report BLEU")
     ap.add_argument("--preset", default="small", choices=("tiny", "small", "full"),
                     help="Seq2Seq preset for translation")
-    ap.add_argument("--epochs", type=int, default=10, help="translation training epochs")
+    ap.add_argument("--epochs", type=int, default=12, help="translation training epochs")
     ap.add_argument("--lr", type=float, default=2e-3, help="translation peak learning rate (Adam)")
     ap.add_argument("--merges", type=int, default=2000, help="BPE merges per language")
     ap.add_argument("--max-words", type=int, default=10,
