@@ -74,12 +74,19 @@ def test_loss_ignores_article_tokens_when_asked():
     logits, loss = model(batch.x, batch.y)
     want = F.cross_entropy(logits[0, 4:], torch.tensor([21, 22, EOS]))            # from δ on only
     assert torch.allclose(loss, want)
-    # changing the article's next tokens (not the article) changes nothing: they are not targets
-    y2 = batch.y.clone()
-    assert (y2[0, :4] == X).all()
-    _, loss_all = model(*summary_batches([build_example(a, s, DELIM, EOS, 32, loss_on="all")], 1, 0,
-                                         shuffle=False)[0][:2])
-    assert not torch.allclose(loss, loss_all)
+    assert (batch.y[0, :4] == X).all()  # the article's next tokens are not targets
+    # with loss_on="all" every next token counts: the article's too (same inputs, so the same logits)
+    all_batch = summary_batches([build_example(a, s, DELIM, EOS, 32, loss_on="all")], 1, 0, shuffle=False)[0]
+    assert torch.equal(all_batch.x, batch.x)
+    _, loss_all = model(all_batch.x, all_batch.y)
+    assert torch.allclose(loss_all, F.cross_entropy(logits[0], torch.tensor([12, 13, 14, DELIM, 21, 22, EOS])))
+
+
+def test_summary_and_article_room_are_checked():
+    with pytest.raises(ValueError, match="leaves no room for the article"):
+        build_example(list(range(10, 60)), list(range(60, 90)), DELIM, EOS, max_len=10, max_summary=9)
+    ex = build_example(list(range(10, 60)), list(range(60, 90)), DELIM, EOS, max_len=10)  # default: max_len - 2
+    assert ex.m == 1 and len(ex.x) == 10 and len(ex.y) == 10 and ex.x[1] == DELIM
 
 
 def test_batches_pad_inputs_and_ignore_padded_targets():
@@ -214,6 +221,8 @@ def test_training_examples_truncate_the_article_like_the_prompt():
     assert ex.x[:ex.m + 1] == p                           # the same first 53 article tokens, then δ
     assert ex.m == 64 - 1 - 10
     assert tok.decode(ex.x[ex.m + 1:]) == "word3 and more" and ex.y[-1] == tok.eos_id
+    with pytest.raises(ValueError, match="leaves no room for the article"):
+        make_examples(tok, [art], max_len=64, max_new_tokens=63)
 
 
 def test_unknown_corpus_is_a_clear_error():
@@ -307,3 +316,14 @@ def test_pretrained_checkpoint_is_verified_and_small(tmp_path):
         load_pretrained(bad)
     with pytest.raises(FileNotFoundError, match="make pretrain-summarize"):
         load_pretrained(tmp_path / "none.pt")
+    # weights_only=True: a checkpoint that would run code when unpickled is refused, even with the hash check off
+    import pickle
+
+    evil = tmp_path / "evil.pt"
+    torch.save({"model": _Unpicklable()}, evil)
+    with pytest.raises(pickle.UnpicklingError):
+        load_pretrained(evil, sha256=None)
+
+
+class _Unpicklable:
+    """Any class outside torch's allow-list: torch.load(weights_only=True) must refuse to build it."""

@@ -59,7 +59,7 @@ class SummaryTokenizer:
 
     Why subwords: a word vocabulary of the BBC bodies has tens of thousands of types, most seen once, so names and
     numbers in a test article would be ``<unk>`` and a headline could never copy them; characters make every
-    sequence five times longer, and attention's cost grows with the square of the length. BPE keeps frequent words
+    sequence about three times longer, and attention's cost grows with the square of the length. BPE keeps frequent words
     whole and spells rare ones from pieces (Sennrich et al. 2016).
     """
 
@@ -113,6 +113,10 @@ class SummaryTokenizer:
 # ----------------------------------------------------------------------------------------------------------------
 # The δ recipe for summarization (SLP §9.9, Fig. 9.24): x_1..x_m δ y_1..y_n </s>, with a loss mask
 # ----------------------------------------------------------------------------------------------------------------
+#: the longest summary: headlines are cut to it in training, and generation stops there (BBC headlines: 5-12 tokens)
+MAX_SUMMARY = 24
+
+
 class Example(NamedTuple):
     """One training sequence: ``x`` the LM's input, ``y`` its next-token targets (IGNORE_INDEX where not scored),
     ``m`` the number of article tokens kept (x[m] is δ)."""
@@ -130,7 +134,7 @@ def build_example(article_ids: Sequence[int], summary_ids: Sequence[int], delim_
 
     ``loss_on="summary"`` scores only the targets y_1..y_n </s> (the positions from δ on); ``"all"`` scores every
     next token, the article's included. Truncation policy, so that the sequence fits the model's ``max_len``
-    positions: the summary is cut to ``max_summary`` tokens (default max_len // 4), then the article keeps its
+    positions: the summary is cut to ``max_summary`` tokens (default MAX_SUMMARY, the limit generation uses), then the article keeps its
     *first* tokens (the lead of a news story carries most of its content); δ and the summary always fit.
     """
     if loss_on not in _LOSS_ON:
@@ -143,9 +147,12 @@ def build_example(article_ids: Sequence[int], summary_ids: Sequence[int], delim_
     if delim_id in article or delim_id in summary:
         raise ValueError(f"the delimiter id {delim_id} appears inside the article or the summary; the model could "
                          f"not tell where the article ends. Encode text with SummaryTokenizer.encode, which refuses it")
-    max_summary = max_len // 4 if max_summary is None else max_summary
+    max_summary = min(MAX_SUMMARY, max_len - 2) if max_summary is None else max_summary
     if max_len < 4 or max_summary < 1:
         raise ValueError(f"max_len={max_len} is too short for an article token, δ, a summary token and </s>")
+    if max_summary > max_len - 2:  # at least one article token, δ and </s> must fit beside the summary
+        raise ValueError(f"max_summary={max_summary} leaves no room for the article in max_len={max_len}: use at most "
+                         f"max_len - 2 = {max_len - 2} summary tokens")
     summary = summary[:max_summary]
     # s has m + 1 + n + 1 tokens and the model reads len(s) - 1 <= max_len of them
     m = min(len(article), max_len + 1 - (len(summary) + 2))
@@ -185,11 +192,14 @@ def summary_batches(examples: Sequence[Example], batch_size: int, pad_id: int, *
 
 
 def make_examples(tok: "SummaryTokenizer", articles, max_len: int, loss_on: str = "summary",
-                  max_new_tokens: int = 24) -> list[Example]:
+                  max_new_tokens: int = MAX_SUMMARY) -> list[Example]:
     """Training examples for records with .body and .headline: the article cut to the same first
     ``max_len - 1 - max_new_tokens`` tokens the prompt keeps at inference (:func:`prompt_ids`), the headline to
     ``max_new_tokens`` tokens."""
     keep = max_len - 1 - max_new_tokens
+    if keep < 1:
+        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for the article in max_len={max_len}: use "
+                         f"at most max_len - 2 = {max_len - 2}")
     return [build_example(tok.encode(_lead_text(a.body, keep))[:keep], tok.encode(" " + a.headline.strip()),
                           tok.delim_id, tok.eos_id, max_len, loss_on, max_summary=max_new_tokens) for a in articles]
 
@@ -202,7 +212,7 @@ def _lead_text(body: str, n_tokens: int) -> str:
 
 def finetune(model: TransformerLM, tok: "SummaryTokenizer", articles, steps: int, *, batch_size: int = 16,
              lr: float = 1e-3, loss_on: str = "summary", warmup: int = 20, seed: int = 0, progress: bool = True,
-             max_new_tokens: int = 24):
+             max_new_tokens: int = MAX_SUMMARY):
     """Train ``model`` on the δ-joined pairs of ``articles`` for ``steps`` optimizer steps through ``seqviz.train``
     (AdamW, warm-up + cosine); returns the History (time, tokens/s, losses)."""
     from seqviz.train import Trainer, TrainConfig, WarmupCosine
@@ -326,7 +336,7 @@ def prompt_ids(tok: SummaryTokenizer, article: str, max_len: int, max_new_tokens
 
 
 def summarize(model: TransformerLM, tok: SummaryTokenizer, article: str, method: str = "greedy",
-              max_new_tokens: int = 24, *, min_new_tokens: int = 2, beam_size: int = 4, length_penalty: float = 0.6,
+              max_new_tokens: int = MAX_SUMMARY, *, min_new_tokens: int = 2, beam_size: int = 4, length_penalty: float = 0.6,
               temperature: float = 1.0, top_k: int | None = None, seed: int | None = 0) -> list[int]:
     """A summary of ``article`` (ids, without the final ``</s>``): the prompt is the article's first tokens + δ
     (:func:`prompt_ids`); decoding stops at ``</s>`` or after ``max_new_tokens``, and ``</s>`` is not allowed before
@@ -354,6 +364,8 @@ def summarize(model: TransformerLM, tok: SummaryTokenizer, article: str, method:
                         seed=seed, stop_id=stop, suppress_ids=suppress)
 
     first = run(prompt, min_new_tokens, None, never + [tok.eos_id])                 # no </s> yet
+    if seed is not None:
+        seed += 1  # the second phase draws new random numbers, not the first phase's again
     ids = first + run(prompt + first, max_new_tokens - min_new_tokens, tok.eos_id, never)
     return ids[:-1] if ids and ids[-1] == tok.eos_id else ids
 
@@ -462,7 +474,7 @@ def random_sentence_baseline(articles: Sequence[str], seed: int = 0) -> list[str
 
 
 def evaluate_rouge(model: TransformerLM, tok: SummaryTokenizer, articles, method: str = "greedy",
-                   max_new_tokens: int = 24, progress: bool = False, **kw) -> tuple[dict[str, float], list[str]]:
+                   max_new_tokens: int = MAX_SUMMARY, progress: bool = False, **kw) -> tuple[dict[str, float], list[str]]:
     """ROUGE of the model's headlines for ``articles`` (records with .body and .headline): (scores, headlines)."""
     from tqdm.auto import tqdm
 
@@ -488,7 +500,7 @@ class SummaryAttention:
 
 
 def summary_attention(model: TransformerLM, tok: SummaryTokenizer, article: str, summary_ids: Sequence[int],
-                      keys: str = "all", max_new_tokens: int = 24) -> SummaryAttention:
+                      keys: str = "all", max_new_tokens: int = MAX_SUMMARY) -> SummaryAttention:
     """Attention of every layer and head while the model writes ``summary_ids`` after the article's prompt.
 
     ``keys="all"``: columns are the article, δ and the summary so far (rows are true distributions, the future
