@@ -590,3 +590,102 @@ def test_small_preset_and_translate_stops_without_eos():
     assert translate(m, task, 1, n=2) == [ch * (2 * max(lens) + 10)] * 2      # greedy: the batch's padded width
     assert translate(m, task, 2, n=2) == [ch * (2 * n + 10) for n in lens]    # beam: each source's own length
     assert translate(m, task, 1, n=1, max_len=3) == [ch * 3]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# paired bootstrap resampling of corpus BLEU (Koehn, 2004)
+# ---------------------------------------------------------------------------------------------------------------
+_WORDS = "the cat dog sat on a mat ran to house big small red tree in garden".split()
+
+
+def _sentences(n: int, seed: int, lo: int = 3, hi: int = 12) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(_WORDS, size=rng.integers(lo, hi))) + rng.choice([".", "!", "?"]) for _ in range(n)]
+
+
+def _noisy(refs: list[str], p: float, seed: int) -> list[str]:
+    """Each word of each reference replaced by a random word with probability p."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(w if rng.random() > p else str(rng.choice(_WORDS)) for w in r.split()) for r in refs]
+
+
+def test_paired_bootstrap_full_set_delta_is_the_bleu_difference():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import bleu, paired_bootstrap
+    refs = _sentences(200, 0)
+    a, b = _noisy(refs, 0.2, 1), _noisy(refs, 0.4, 2)
+    res = paired_bootstrap(a, b, refs, n=50)
+    assert res["delta"] == pytest.approx(bleu(a, refs) - bleu(b, refs), abs=1e-6)
+    assert res["delta"] != 0 and res["n"] == 50
+    # and the sign flips with the order of the systems
+    assert paired_bootstrap(b, a, refs, n=50)["delta"] == pytest.approx(-res["delta"], abs=1e-9)
+
+
+def test_paired_bootstrap_resample_equals_bleu_of_the_resampled_corpus():
+    """Summing per-sentence statistics is corpus BLEU of the resampled test set, computed the slow way."""
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import _bleu_from_stats, _bleu_segment_stats, bleu
+    refs = _sentences(60, 3)
+    hyps = _noisy(refs, 0.3, 4)
+    stats, metric = _bleu_segment_stats(hyps, refs)
+    idx = np.random.default_rng(5).integers(0, len(refs), size=len(refs))
+    counts = np.bincount(idx, minlength=len(refs))
+    assert _bleu_from_stats(metric, counts @ stats) == pytest.approx(
+        bleu([hyps[i] for i in idx], [refs[i] for i in idx]), abs=1e-6)
+
+
+def test_paired_bootstrap_identical_systems():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import paired_bootstrap
+    refs = _sentences(80, 6)
+    a = _noisy(refs, 0.3, 7)
+    res = paired_bootstrap(a, list(a), refs, n=200)
+    assert res["delta"] == 0.0 and res["ci95"] == (0.0, 0.0)
+    assert res["p_value"] == 1.0                        # A never beats itself: every resampled delta is 0
+
+
+def test_paired_bootstrap_perfect_system_beats_a_poor_one():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import paired_bootstrap
+    refs = _sentences(100, 8)
+    poor = _noisy(refs, 0.7, 9)
+    res = paired_bootstrap(refs, poor, refs, n=300)
+    assert res["p_value"] == 0.0
+    assert 0 < res["ci95"][0] <= res["delta"] <= res["ci95"][1]
+    assert paired_bootstrap(poor, refs, refs, n=300)["p_value"] == 1.0
+
+
+def test_paired_bootstrap_close_systems_are_not_significant():
+    """Two systems of the same noise level (different draws): the CI straddles 0 and p is far from 0 and 1."""
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import paired_bootstrap
+    refs = _sentences(150, 10)
+    res = paired_bootstrap(_noisy(refs, 0.3, 11), _noisy(refs, 0.3, 12), refs, n=500)
+    assert res["ci95"][0] < 0 < res["ci95"][1]
+    assert 0.02 < res["p_value"] < 0.98
+
+
+def test_paired_bootstrap_is_deterministic_for_a_seed():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import paired_bootstrap
+    refs = _sentences(60, 13)
+    a, b = _noisy(refs, 0.25, 14), _noisy(refs, 0.3, 15)
+    r1, r2 = paired_bootstrap(a, b, refs, n=100, seed=3), paired_bootstrap(a, b, refs, n=100, seed=3)
+    assert r1 == r2
+    r3 = paired_bootstrap(a, b, refs, n=100, seed=4)
+    assert r3["delta"] == r1["delta"] and r3["ci95"] != r1["ci95"]
+
+
+def test_paired_bootstrap_bad_input():
+    pytest.importorskip("sacrebleu")
+    from seqviz.attention import paired_bootstrap
+    refs = _sentences(5, 16)
+    with pytest.raises(ValueError, match="same sentences.*equal length"):
+        paired_bootstrap(refs[:4], refs, refs)
+    with pytest.raises(ValueError, match="equal length"):
+        paired_bootstrap(refs, refs, refs[:3])
+    with pytest.raises(ValueError, match="at least one sentence"):
+        paired_bootstrap([], [], [])
+    for bad in (0, -5, 2.5, True, "1000"):
+        with pytest.raises(ValueError, match="positive int"):
+            paired_bootstrap(refs, refs, refs, n=bad)
