@@ -14,7 +14,9 @@
    split): BPE per language, seq2seq with and without attention (``--preset``: ``small`` is a bidirectional GRU
    encoder and a GRU decoder of 256, Luong "general" attention; Adam, warm-up and cosine decay, teacher forcing),
    BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search, and a few held-out
-   alignments of the attention model (for chapter 5's heatmap). The reference run, on one CPU thread:
+   alignments of the attention model (for chapter 5's heatmap), and whether the BLEU differences are more than the
+   test set's noise: paired bootstrap resampling (Koehn, 2004) of attention vs none (greedy, beam) and of beam vs
+   greedy (each model), with the difference, its 95% interval and p (``translation_significance``). The reference run, on one CPU thread:
 
        .venv/bin/python bench/bench_attention.py --threads 1 --translation --epochs 12   # ~50 min under load
 
@@ -32,7 +34,8 @@ from _results import machine, write_results
 from torch.profiler import ProfilerActivity, profile
 
 import seqviz
-from seqviz.attention import Seq2Seq, attention, bleu, date_pairs, exact_match, translate, translation_pairs
+from seqviz.attention import (Seq2Seq, attention, bleu, date_pairs, exact_match, paired_bootstrap, translate,
+                              translation_pairs)
 from seqviz.train import TrainConfig, Trainer, WarmupCosine
 
 
@@ -129,8 +132,11 @@ def alignment_examples(model, task, n: int = 3, max_pieces: int = 10) -> list[di
 
 
 def translation_table(preset: str, epochs: int, merges: int, beam: int, device: str, max_words: int | None,
-                      lr: float, length_penalty: float) -> tuple[list[dict], list[dict]]:
-    """Train the seq2seq with and without attention on trans-de-en; BLEU for greedy and beam search."""
+                      lr: float, length_penalty: float, bootstrap: int = 1000
+                      ) -> tuple[list[dict], list[dict], list[dict]]:
+    """Train the seq2seq with and without attention on trans-de-en; BLEU for greedy and beam search, and the paired
+    bootstrap (Koehn, 2004; ``bootstrap`` resamples) of attention vs none and of beam vs greedy.
+    Returns (BLEU rows, alignment examples, significance rows)."""
     import tempfile
     from pathlib import Path
 
@@ -139,6 +145,7 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
     task, _ = translation_pairs(corpus, num_merges=merges, batch_size=64, max_words=max_words)
     refs = [t for _, t in task.test_text]
     rows, examples = [], []
+    hyps: dict[tuple[str, str], list[str]] = {}          # (attention, "greedy" | "beam") -> test-set translations
     print(f"trans-de-en: {len(task.train.sources)} training pairs (<= {max_words} words a side), "
           f"{len(refs)} test pairs, BPE vocabularies {len(task.src_vocab)} / {len(task.tgt_vocab)}", flush=True)
     for attn in (None, "general"):
@@ -154,8 +161,10 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
             trainer.load_checkpoint()
         train_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        greedy = bleu(translate(model, task, 1), refs)
-        beamed = bleu(translate(model, task, beam, length_penalty=length_penalty), refs)
+        name = attn or "none"
+        hyps[name, "greedy"] = translate(model, task, 1)
+        hyps[name, "beam"] = translate(model, task, beam, length_penalty=length_penalty)
+        greedy, beamed = bleu(hyps[name, "greedy"], refs), bleu(hyps[name, "beam"], refs)
         summed = bleu(translate(model, task, beam, length_penalty=0.0), refs)       # plain sum of log-probs
         row = {"task": "trans-de-en", "preset": preset, "attention": attn or "none", "epochs": epochs,
                "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
@@ -171,7 +180,24 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
               f"{train_s:.0f} s training", flush=True)
         if attn is not None:
             examples = alignment_examples(model, task)
-    return rows, examples
+    # paired bootstrap on the same test sentences: A minus B, 95% CI of the resampled differences, p = share of
+    # resamples in which A does not beat B
+    beam_name = f"beam{beam}" + (f" (length penalty {length_penalty:g})" if length_penalty else " (unnormalised)")
+    comparisons = [(("general", "greedy"), ("none", "greedy"), "attention minus no attention, greedy"),
+                   (("general", "beam"), ("none", "beam"), f"attention minus no attention, {beam_name}"),
+                   (("none", "beam"), ("none", "greedy"), f"{beam_name} minus greedy, no attention"),
+                   (("general", "beam"), ("general", "greedy"), f"{beam_name} minus greedy, attention")]
+    significance = []
+    for a, b, what in comparisons:
+        res = paired_bootstrap(hyps[a], hyps[b], refs, n=bootstrap, seed=0)
+        significance.append({"comparison": what, "a": {"attention": a[0], "decoding": a[1]},
+                             "b": {"attention": b[0], "decoding": b[1]}, "beam": beam,
+                             "length_penalty": length_penalty, "test_pairs": len(refs),
+                             "delta": res["delta"], "ci95": list(res["ci95"]), "p_value": res["p_value"],
+                             "n": res["n"]})
+        print(f"{what}: {res['delta']:+.2f} BLEU, 95% CI [{res['ci95'][0]:+.2f}, {res['ci95'][1]:+.2f}], "
+              f"p = {res['p_value']:.3f} ({res['n']} paired bootstrap resamples)", flush=True)
+    return rows, examples, significance
 
 
 def main() -> None:
@@ -190,6 +216,8 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=5, help="beam width for BLEU")
     ap.add_argument("--length-penalty", type=float, default=1.0,
                     help="beam ranking: log-probability / length ** this (1 = per-token mean)")
+    ap.add_argument("--bootstrap", type=int, default=1000,
+                    help="paired bootstrap resamples for the BLEU comparisons (Koehn, 2004)")
     ap.add_argument("--device", default=None, help="device for translation training (default: seqviz.default_device())")
     ap.add_argument("--skip-attention-timing", action="store_true", help="only the translation table")
     args = ap.parse_args()
@@ -202,7 +230,7 @@ def main() -> None:
     if args.translation:
         device = args.device or str(seqviz.default_device())
         translation = translation_table(args.preset, args.epochs, args.merges, args.beam, device,
-                                        args.max_words or None, args.lr, args.length_penalty)
+                                        args.max_words or None, args.lr, args.length_penalty, args.bootstrap)
     if not args.skip_attention_timing:
         figures["attention_vs_sdpa"] = attention_vs_sdpa(lengths, args.repeats)
         task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
@@ -210,7 +238,8 @@ def main() -> None:
         if not args.quick:
             figures["rows"] = exact_match_table(task)
     if translation is not None:
-        figures["translation"], figures["translation_alignments"] = translation
+        (figures["translation"], figures["translation_alignments"],
+         figures["translation_significance"]) = translation
     # wall times depend on what else ran: record the load average (1, 5, 15 min) at the start and the end
     load_end = os.getloadavg()
     busy = max(load_start[0], load_end[0], load_end[1]) > 0.5 * (os.cpu_count() or 1)
