@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_transformer.py --ablation   # also what each trick is worth (+~20 min: 11 runs of 90 s)
     .venv/bin/python bench/bench_transformer.py --rows tuned-90 --ablation   # only tuned-90 and the ablation,
                                                              # side by side; the other protocol rows are kept
+    .venv/bin/python bench/bench_transformer.py --rows tuned-90 --ablation --threads 1 --clock cpu
+                                   # the same on a shared machine: 90 s of one thread's CPU time each (~25 min)
     .venv/bin/python bench/bench_transformer.py --quick      # a smoke run: every time mark / 10, NOT the protocol
     .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB word-level rung (losses, not timings)
 
@@ -333,6 +335,21 @@ def main(argv=None) -> None:
         print(f"{name}: " + ", ".join(f"{v} at {k:.0f} s" for k, v in figs.items()))
     print("goal: <= 1.60 at 90 s and <= 1.55 at 139 s")
     protocol = not args.quick and args.clock == "wall" and args.threads == 2
+    if args.ablation and not protocol and not args.quick and args.rows == ["tuned-90"]:
+        # the ablation on a shared machine: `--rows tuned-90 --ablation --threads 1 --clock cpu` gives every run the
+        # same 90 s of one thread's CPU time, side by side with its own tuned-90 (load does not move CPU time); its
+        # differences are recorded in transformer.json beside the protocol rows, which it leaves alone
+        old = read_results("transformer") or {}
+        old.pop("machine", None)
+        old.update({"ablation_machine": machine(),
+                    "ablation_setup": {"clock": args.clock, "threads": args.threads, "budget_s": 90,
+                                       "note": "each row: TUNED with one change; base: tuned-90 of the same run"},
+                    "ablation_base": {**rows[0], "losses": {str(k): v for k, v in rows[0]["losses"].items()}},
+                    "ablation": [{**r, "losses": {str(k): v for k, v in r["losses"].items()},
+                                  "minus_tuned": round(r["final_val_loss"] - rows[0]["final_val_loss"], 4)}
+                                 for r in ablation]})
+        write_results("transformer", old)
+        return
     old = (read_results("transformer") or {}) if protocol else {}
     kept = ptb_part(old)                                                           # the PTB rung, from its own run
     # protocol rows not rerun now (e.g. `--rows tuned-90 --ablation`) are kept from the last protocol run, marked
@@ -343,6 +360,8 @@ def main(argv=None) -> None:
         ablation_kept = old["ablation"]                                            # a run without --ablation keeps it
     else:
         ablation_kept = None
+    if not args.ablation:                                                          # keep a recorded ablation whole
+        kept.update({k: old[k] for k in ("ablation_machine", "ablation_setup", "ablation_base") if k in old})
     write_results("transformer" if protocol else "transformer_dev",
                   {**kept, "protocol_machine": machine(),
                    "protocol": {"characters": len(text), "symbols": len(itos), "train": n_train,
