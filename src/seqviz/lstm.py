@@ -313,7 +313,8 @@ class GRU(_GatedLayer):
 @dataclass
 class LSTMLMConfig(RecurrentLMConfig):
     """LSTM language model: sizes as RecurrentLMConfig. Presets: `tiny` (tests), `chapter` (the page's one-minute
-    PTB model) and `full` (the benchmark: Zaremba et al. 2014's "small" LSTM, 2 x 200, with dropout)."""
+    PTB model), `full` (the benchmark: the sizes of chapter 3's Elman `full`, 1 x 200, tied, dropout 0.2, so the
+    two differ only in the recurrence) and `zaremba_small` (Zaremba et al. 2014's "small" sizes, 2 x 200)."""
 
     @classmethod
     def chapter(cls, vocab_size: int, **kw) -> "LSTMLMConfig":
@@ -321,6 +322,10 @@ class LSTMLMConfig(RecurrentLMConfig):
 
     @classmethod
     def full(cls, vocab_size: int, **kw) -> "LSTMLMConfig":
+        return cls(vocab_size, **{"d_emb": 200, "d_h": 200, "num_layers": 1, "dropout": 0.2, **kw})
+
+    @classmethod
+    def zaremba_small(cls, vocab_size: int, **kw) -> "LSTMLMConfig":
         return cls(vocab_size, **{"d_emb": 200, "d_h": 200, "num_layers": 2, "dropout": 0.2, **kw})
 
 
