@@ -83,9 +83,8 @@ reference's learning rate 1e-3 +0.17, 4 layers +0.09, GPT-2's initialisation +0.
 clipping +0.01, the scratch attention and LayerNorm +0.01 (the same model, 2 % slower); and three choices that do
 *not* help in this one-thread regime: 2 layers -0.08 (1.713: the smaller model takes 1.6x the steps), batch 12
 -0.02, betas (0.9, 0.99) -0.01; bf16 autocast, not in TUNED, -0.02. So the closest the ablation came was 1.713 with
-2 layers on one thread, where tuned-90 scores 1.796; on two threads (the protocol) TUNED's 3 layers were chosen
-because the second thread speeds the wider matrix products more. Next: a protocol run of 2 layers with bf16 on an idle
-machine. The gap to 1.60 (0.12 at 90 s) is more than any single choice above was worth.
+2 layers on one thread, where tuned-90 scores 1.796; TUNED's 3 layers were chosen on two threads (the protocol),
+and whether 2 layers win there too is not measured. Next: a protocol run of 2 layers with bf16 on an idle machine. The gap to 1.60 (0.12 at 90 s) is more than any single choice above was worth.
 """
 from __future__ import annotations
 
