@@ -20,7 +20,7 @@ Status (bench/results/lstm.json, 2026-11-23, one thread of a 2-core machine besi
 with the LSTM as its recurrence) reaches test perplexity 114.8 (valid by epoch 194.1 / 147.4 / 130.6 / 123.6 /
 120.8) in 36 min at 2,133 tok/s on one thread: the target (<= 120) met, beside the Elman network's 128.5 trained the
 same way and Zaremba et al.'s 114.5. The idle machine's throughput, measured side by side for the 2 x 200 model
-(2,300 tok/s on one thread, 4,240 on two), puts `full` at about 15-20 min on 2 idle cores. `zaremba_small` (the same
+(2,300 tok/s on one thread, 3,830 on two, batch 32), puts `full` at about 15-20 min on 2 idle cores. `zaremba_small` (the same
 recipe with two layers) reached only 141.8: its valid perplexity trails the one-layer model's from the first epoch
 (249.0 vs 194.1) to the last (149.8 vs 120.8); five epochs of this schedule are far too few for the deeper model
 (Zaremba et al. trained 13). Most of the time goes to the 10k-way output layer (2 M multiply-adds a word against
