@@ -106,7 +106,7 @@ clean:
 	rm -rf _build .jupyter_cache _vendor $(STAMPS)/pkg
 
 # Chapter 7's pretrained LM, src/seqviz/checkpoints/bbc_lm.pt, by the package's own recipe (seqviz.summarize.pretrain)
-# on one thread (5,000 steps: 44 min on a shared, busy 2-core machine, about 25 min idle); it prints the SHA-256 to put
+# on one thread (5,000 steps: 44 min on a shared, busy 2-core machine; an idle one is faster); it prints the SHA-256 to put
 # in seqviz.summarize.PRETRAINED_SHA256.
 .PHONY: pretrain-summarize
 pretrain-summarize: setup

@@ -20,11 +20,16 @@ Status (bench/results/lstm.json, 2026-11-23, one thread of a 2-core machine besi
 with the LSTM as its recurrence) reaches test perplexity 114.8 (valid by epoch 194.1 / 147.4 / 130.6 / 123.6 /
 120.8) in 36 min at 2,133 tok/s on one thread: the target (<= 120) met, beside the Elman network's 128.5 trained the
 same way and Zaremba et al.'s 114.5. The idle machine's throughput, measured side by side for the 2 x 200 model
-(2,300 tok/s on one thread, 3,830 on two, batch 32), puts `full` at about 15-20 min on 2 idle cores. `zaremba_small` (the same
+(2,300 tok/s on one thread, 3,830 on two, batch 32; a throwaway measurement, not recorded in lstm.json), puts `full`
+(one layer, so faster) at about 15-20 min on 2 idle cores: an estimate, not a timing. `zaremba_small` (the same
 recipe with two layers) reached only 141.8: its valid perplexity trails the one-layer model's from the first epoch
 (249.0 vs 194.1) to the last (149.8 vs 120.8); five epochs of this schedule are far too few for the deeper model
 (Zaremba et al. trained 13). Most of the time goes to the 10k-way output layer (2 M multiply-adds a word against
 0.3 M for the LSTM layer); an adaptive softmax would cut it, and is not implemented.
+The `default` preset (1 x 128, one epoch) scores 208.7, level with the Elman `default` of bench_rnn.py (204.5): in one
+epoch on the full vocabulary the gates do not pay off yet. The throughput rows were timed beside other jobs: at
+V = 10,000 the scratch loop came out faster than the fused one (0.88x), within the noise of a shared machine (there
+the 10k-way output layer, 1.3 M multiply-adds a word against 0.13 M for the LSTM, dominates both).
 """
 from __future__ import annotations
 

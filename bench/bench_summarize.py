@@ -23,11 +23,11 @@ Presets:
 Status (bench/results/summarize.json, both presets, 2026-11-23, one thread of a 2-core machine, load average 1-2,
 with the checkpoint pretrained for 5,000 steps): the goal is missed. lead-5 scores ROUGE-L 17.5; the best model,
 pretrained with the summary-only loss (``full``, greedy), 4.9: 12.5 points short. Pretraining now helps in both presets
-(default 3.8 vs 2.0 from scratch; full 4.9 vs 2.8) and the pretrained models write fluent headlines ("French economy
-slows in 2004"), but generic ones: the same few business-page headlines for many articles, few of the article's own
-words (the chapter measures both), where the lead copies the article's names outright. The loss on every token
-scored lower than the summary-only loss from either start. Beam search scored below greedy (it prefers the short,
-generic headlines). What would change it: a larger model pretrained on far more text (the checkpoint has read about
+(default 3.8 vs 2.0 from scratch; full 4.9 vs 2.8) and the pretrained models write headline-shaped text (full, beam:
+"French economy slows in 2004"; greedy: "Elinese shares up in 2004", for "High fuel prices hit BA's profits"), but
+generic and often garbled: the same few headlines for many articles, few of the article's own words (the chapter
+measures both), where the lead copies the article's names outright. The loss on every token
+scored lower than the summary-only loss from either start. Beam search scored below greedy (why was not measured). What would change it: a larger model pretrained on far more text (the checkpoint has read about
 a million tokens), many more fine-tuning steps, a copy mechanism (See et al. 2017).
 """
 from __future__ import annotations

@@ -41,8 +41,9 @@ the model must be small and every step must move many tokens):
   attention (scores ~0), which a 90 s budget cannot afford.
 - float32, no bf16 in ``TUNED``: machines of this class differ (some AVX2 only, where autocast emulates bfloat16
   and is slower; some with AVX-512 BF16). On an AVX-512 BF16 one, autocast ran 1.19x the float32 steps per CPU
-  second (side by side in one process, 1 thread, the tuned model); the ablation's last row, ``plus bf16
-  autocast``, says what that is worth in loss at 90 s (it is skipped on CPUs without bfloat16 arithmetic).
+  second in a side-by-side microbenchmark (one process, 1 thread, the tuned model; not recorded) and 1.12x in the
+  recorded ablation (647 steps in 90 s against tuned-90's 580); the ablation's last row, ``plus bf16 autocast``, says
+  what that is worth in loss at 90 s (it is skipped on CPUs without bfloat16 arithmetic).
 ``--ablation`` measures each of these choices by switching it back, one at a time, at the 90 s budget: each row
 (``ablation`` in the results) is the tuned recipe with one thing changed, so its 90 s loss minus tuned-90's is what
 that choice is worth (positive: the choice helps) on this machine class, throughput effects included.
@@ -84,7 +85,8 @@ clipping +0.01, the scratch attention and LayerNorm +0.01 (the same model, 2 % s
 *not* help in this one-thread regime: 2 layers -0.08 (1.713: the smaller model takes 1.6x the steps), batch 12
 -0.02, betas (0.9, 0.99) -0.01; bf16 autocast, not in TUNED, -0.02. So the closest the ablation came was 1.713 with
 2 layers on one thread, where tuned-90 scores 1.796; TUNED's 3 layers were chosen on two threads (the protocol),
-and whether 2 layers win there too is not measured. Next: a protocol run of 2 layers with bf16 on an idle machine. The gap to 1.60 (0.12 at 90 s) is more than any single choice above was worth.
+and whether 2 layers win there too is not measured. Next: a protocol run of 2 layers with bf16 on an idle machine.
+The gap to 1.60 (0.12 at 90 s) is more than any change that helped here was worth (the best, 2 layers, -0.08).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 
 import torch
-from _results import read_results, write_results
+from _results import machine, read_results, write_results
 
 import seqviz
 from seqviz.data import Vocab, load_corpus, window_data
@@ -120,6 +120,8 @@ def main() -> None:
     for k, v in PUBLISHED.items():
         print(f"published: {k}: {v}")
     # presets not run now keep their recorded rows (a `--presets notebook` run must not drop the long `full` run)
+    stamp = machine()                          # every row says which run made it (kept rows keep their own)
+    rows = [{**r, "measured": stamp["date"], "command": stamp["command"]} for r in rows]
     made = {r["name"] for r in rows}
     rows += [r for r in (read_results("window") or {}).get("rows", []) if r["name"] not in made]
     write_results("window", {"rows": rows, "published": PUBLISHED})

@@ -231,7 +231,7 @@ PRETRAINED_PATH = Path(__file__).resolve().parent / "checkpoints" / "bbc_lm.pt"
 #: SHA-256 of the committed checkpoint; ``make pretrain-summarize`` prints the value of a rebuilt one. The committed
 #: file (PretrainConfig defaults: 5,000 steps, about 9 passes over the training bodies; loss over the last 50 steps
 #: 4.66 nats) took 2,615 s to build on one thread of a 2-core machine under load (load average ~3, shared with other
-#: jobs; its ``info["seconds"]``): expect about 25 min on an idle one. A rebuild on another CPU or torch version may
+#: jobs; its ``info["seconds"]``): an idle one is faster (not measured). A rebuild on another CPU or torch version may
 #: differ in the last bits, and then has another SHA-256.
 PRETRAINED_SHA256 = "53f16af807a8986501a9b475828ade3e3f91df12d3c1110dcc06feeb07355f89"
 
