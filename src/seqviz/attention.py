@@ -725,13 +725,19 @@ def translate(model: Seq2Seq, task: PairTask, beam_size: int = 1, *, n: int | No
     return ["".join(itos[i] for i in o if i != eos).strip() for o in outs]
 
 
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    """Corpus BLEU (sacrebleu, its default 13a tokenisation) of detokenised hypotheses against one reference each."""
+def _sacrebleu():
+    """The sacrebleu module, or an ImportError that says how to install it."""
     try:
         import sacrebleu
     except ImportError:
         raise ImportError("BLEU needs sacrebleu: pip install -c requirements/constraints.txt sacrebleu "
                           "(it is in the dev extra)") from None
+    return sacrebleu
+
+
+def bleu(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus BLEU (sacrebleu, its default 13a tokenisation) of detokenised hypotheses against one reference each."""
+    sacrebleu = _sacrebleu()
     if len(hypotheses) != len(references) or not hypotheses:
         raise ValueError(f"need one reference per hypothesis (and at least one): {len(hypotheses)} vs "
                          f"{len(references)}")
@@ -742,8 +748,7 @@ def _bleu_segment_stats(hypotheses: list[str], references: list[str]):
     """Per-sentence BLEU sufficient statistics, shape (N, 2 + 2 * 4): hypothesis length, reference length, matched
     n-grams for n = 1..4, hypothesis n-grams for n = 1..4 (sacrebleu's own, with ``bleu``'s settings), and the
     metric object that turns summed statistics into corpus BLEU."""
-    import sacrebleu
-    metric = sacrebleu.BLEU()                                   # corpus_bleu's defaults: 13a, exp smoothing
+    metric = _sacrebleu().BLEU()                                # corpus_bleu's defaults: 13a, exp smoothing
     return np.asarray(metric._extract_corpus_statistics(hypotheses, [references]), dtype=np.int64), metric
 
 
@@ -770,11 +775,7 @@ def paired_bootstrap(hyps_a: list[str], hyps_b: list[str], references: list[str]
                          f"references; pass lists of equal length, in the same sentence order")
     if not references:
         raise ValueError("paired bootstrap needs at least one sentence: got empty lists of hypotheses and references")
-    try:
-        import sacrebleu  # noqa: F401
-    except ImportError:
-        raise ImportError("BLEU needs sacrebleu: pip install -c requirements/constraints.txt sacrebleu "
-                          "(it is in the dev extra)") from None
+    _sacrebleu()
     stats_a, metric = _bleu_segment_stats(list(hyps_a), list(references))    # (N, 10)
     stats_b, _ = _bleu_segment_stats(list(hyps_b), list(references))
     N = len(references)
