@@ -21,7 +21,7 @@ help:
 	@echo "make book   - set up .venv, install everything pinned, build the HTML book into _build/html"
 	@echo "make test   - the same set-up, then unit tests, nbval over every notebook and the built-book browser tests"
 	@echo "make lab    - JupyterLab on the notebooks (for class)"
-	@echo "make bench  - run the benchmarks in bench/ and print their figures"
+	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to bench/results/*.json"
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
 $(STAMPS)/python: pyproject.toml $(LOCK)
@@ -63,8 +63,10 @@ lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 
 # ---- the book -------------------------------------------------------------------------------------------------
 # Jupyter Book's cache keys on code cells only: a notebook whose cells did not change would keep outputs (and widget
-# JS) made by an older seqviz. Any change to the package's sources clears the cache.
-PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' 2>/dev/null)
+# JS) made by an older seqviz. Any change to the package's sources clears the cache. Sphinx re-reads only the pages
+# whose files changed, so the Measured appendix (which reads bench/results/*.json when it is built) would keep old
+# figures after `make bench`: a change to a results file clears the doctrees too.
+PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' 2>/dev/null) $(wildcard bench/results/*.json)
 $(STAMPS)/pkg: $(PKG_SOURCES)
 	@mkdir -p $(STAMPS)
 	rm -rf .jupyter_cache _build/.doctrees

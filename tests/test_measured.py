@@ -168,3 +168,29 @@ def test_seqviz_recap_renders_the_results_files(results, monkeypatch):
     monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
     rows = recap.show_recap("window", start=repo)
     assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 171.5)]
+
+
+# ---- the recaps stored in the chapters are the committed results, not older ones ------------------------------------
+# The book renders each chapter's stored outputs (execution is off) and nbval ignores the recap cells' output (their
+# plots differ by platform), so nothing else would notice a chapter whose recap was executed before a results file
+# changed: the table a recap stored must be the table the committed bench/results/*.json make now.
+def _stored_recaps():
+    import re
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            src = "".join(cell["source"])
+            m = re.search(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)", src) if cell["cell_type"] == "code" else None
+            if m:
+                tables = ["".join(o["data"]["text/html"]) for o in cell.get("outputs", [])
+                          if "text/html" in o.get("data", {}) and "<table" in "".join(o["data"]["text/html"])]
+                yield pytest.param(m.group(1), tables, id=f"{path.stem}-cell{i}")
+
+
+@pytest.mark.parametrize("upto, stored", list(_stored_recaps()))
+def test_stored_recap_tables_match_the_committed_results(upto, stored):
+    rungs = _results.chapter_rungs(_results.all_results(), upto)
+    now = _results.html_table(rungs, ["chapter", "model", "perplexity", "published", "measured"])
+    assert stored, "the recap cell stored no table: re-execute the chapter"
+    assert stored[-1].strip() == now.strip(), (
+        f"the recap this chapter stored (up to {upto or 'the last chapter'}) is not what bench/results/*.json give now: "
+        "re-execute the chapter (jupyter nbconvert --to notebook --execute --inplace notebooks/NN_name.ipynb)")
