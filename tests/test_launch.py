@@ -213,7 +213,13 @@ def test_repo2docker_files_are_in_place():
     assert runtime == f"python-{sys.version_info.major}.{sys.version_info.minor}", (
         f"runtime.txt says {runtime!r}, but requirements/constraints.txt was locked from Python "
         f"{sys.version_info.major}.{sys.version_info.minor} (this environment)")
-    assert "make" in (ROOT / "apt.txt").read_text().split(), "apt.txt must install make (postBuild runs it)"
+    apt = (ROOT / "apt.txt").read_text().split()
+    assert "make" in apt, "apt.txt must install make (postBuild runs it)"
+    # `make setup` fetches trans-de-en with `apt-get download`, which needs apt's package lists, and repo2docker deletes
+    # them after installing apt.txt: on Binder it comes from apt.txt, into /usr/share/trans/de-en (seqviz.data looks
+    # there too)
+    if "apt-get download trans-de-en" in (ROOT / "Makefile").read_text():
+        assert "trans-de-en" in apt, "the Makefile fetches trans-de-en (chapter 5): apt.txt must install it too"
     assert not (ROOT / "environment.yml").exists(), "environment.yml would make repo2docker ignore runtime.txt"
 
 
@@ -316,6 +322,13 @@ def test_colab_cell_insert_is_idempotent_and_checked(tmp_path):
     assert "out of date" in colab_cell.check(path)
     assert colab_cell.insert(path) is True and colab_cell.check(path) is None
     assert len(json.loads(path.read_text())["cells"]) == 3
+    # a second copy of the cell (pasted further down, with its own id) is caught, and --insert keeps only the first
+    doubled = json.loads(path.read_text())
+    doubled["cells"].append({**doubled["cells"][1], "id": "copy"})
+    path.write_text(json.dumps(doubled))
+    assert "2 seqviz install cells" in colab_cell.check(path)
+    assert colab_cell.insert(path) is True and colab_cell.check(path) is None
+    assert [c["id"] for c in json.loads(path.read_text())["cells"]] == ["t", colab_cell.CELL_ID, "a"]
 
 
 def test_colab_cell_reads_its_sources_and_says_what_is_missing(tmp_path):
@@ -349,9 +362,11 @@ def test_postbuild_script_runs_make_setup_with_the_image_prefix(tmp_path):
     assert out.returncode == 3
 
 
-def test_every_chapter_notebook_starts_with_the_current_install_cell():
-    """Colab opens a notebook with nothing installed: its first code cell must install seqviz (hidden in the book)."""
-    problems = [msg for name in toc_notebooks() if name.startswith("notebooks/")
-                if (msg := colab_cell.check(ROOT / f"{name}.ipynb"))]
-    assert not problems, ("\n".join(problems) + "\nrun `python scripts/colab_cell.py --insert notebooks/*.ipynb`, "
+def test_every_toc_notebook_starts_with_the_current_install_cell():
+    """Colab opens a notebook with nothing installed: the first code cell of every notebook with launch buttons (the
+    chapters and the notebook pages of the appendix alike) must install seqviz (hidden in the book), once."""
+    notebooks = toc_notebooks()
+    assert notebooks, f"_toc.yml lists no notebooks: {toc_files()}"
+    problems = [msg for name in notebooks if (msg := colab_cell.check(ROOT / f"{name}.ipynb"))]
+    assert not problems, ("\n".join(problems) + "\nrun `python scripts/colab_cell.py --insert NOTEBOOK...`, "
                           "then re-execute those notebooks")
