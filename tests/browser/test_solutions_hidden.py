@@ -1,18 +1,71 @@
 """Exercise solutions stay hidden on the page until the reader clicks (issue: answers visible without a click).
 
 A solution is a code cell tagged ``hide-cell`` (input and output folded away) and a conceptual answer is prose in
-a ``{dropdown}``; both must be closed when the page loads and open on a click.
+a ``{dropdown}``; both must be closed when the page loads and open on a click. The pages checked are every built page
+with an "Exercises" heading (chapters and appendices alike), found in the HTML, not listed by hand; a test below
+checks that finding against the sources in ``_toc.yml``, so a page whose source has exercises cannot slip out.
 """
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from svbrowser import book_pages
+from svbrowser import BOOK, ROOT, book_pages
 
-CHAPTERS = [p for p in book_pages() if p.startswith("notebooks/")]
+# "Exercises" (or "Exercise"), possibly numbered ("3.10 Exercises"), as a heading of the built page or of its source
+HTML_HEADING = re.compile(r"<h[1-6][^>]*>\s*(?:<[^>]+>\s*)*(?:[\d.]+\s+)?Exercises?\b", re.I)
+SOURCE_HEADING = re.compile(r"^#{1,6}\s+(?:[\d.]+\s+)?Exercises?\b", re.I | re.M)
 
 
-@pytest.mark.parametrize("path", CHAPTERS or ["(book not built: run `make book`)"])
+def has_exercises(page: str) -> bool:
+    return bool(HTML_HEADING.search((BOOK / page).read_text(errors="replace")))
+
+
+EXERCISE_PAGES = [p for p in book_pages() if has_exercises(p)]
+NOT_BUILT = ["(book not built: run `make book`)"]
+
+
+def toc_sources() -> dict[str, str]:
+    """{page path in the built book: its source text (markdown cells only for a notebook)} for every _toc.yml file."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            names.extend([node["file"]] if "file" in node else [])
+            for k, v in node.items():
+                if k != "file":
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc.get("parts", toc.get("chapters", [])))
+    out = {}
+    for name in names:
+        name = re.sub(r"\.(md|ipynb)$", "", name)
+        if (ROOT / f"{name}.ipynb").is_file():
+            nb = json.loads((ROOT / f"{name}.ipynb").read_text())
+            out[f"{name}.html"] = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        elif (ROOT / f"{name}.md").is_file():
+            out[f"{name}.html"] = (ROOT / f"{name}.md").read_text()
+    return out
+
+
+def test_every_page_whose_source_has_exercises_is_checked():
+    if not EXERCISE_PAGES:
+        pytest.fail(f"no built page with an Exercises heading under {BOOK}: run `make book`", pytrace=False)
+    with_exercises = sorted(page for page, text in toc_sources().items() if SOURCE_HEADING.search(text))
+    assert with_exercises, "no source in _toc.yml has an Exercises heading: the pattern no longer matches the book"
+    missed = [p for p in with_exercises if p not in EXERCISE_PAGES]
+    assert not missed, f"pages with exercises in their source but not found in the built HTML: {missed}"
+
+
+@pytest.mark.parametrize("path", EXERCISE_PAGES or NOT_BUILT)
 def test_solutions_are_folded_until_clicked(open_page, path):
     page, _ = open_page(path)
     solutions = page.locator("div.cell").filter(has_text="Solution")
@@ -21,7 +74,7 @@ def test_solutions_are_folded_until_clicked(open_page, path):
              and solutions.nth(i).locator(".cell_input").first.is_visible()]
     assert not shown, f"{path}: {len(shown)} solution cell(s) show their code without a click (tag them hide-cell)"
     hidden = page.locator("div.cell.tag_hide-cell")
-    assert hidden.count() > 0, f"{path} has no folded solution cell (exercises need hidden, executed solutions)"
+    assert hidden.count() > 0, f"{path} has exercises but no folded solution cell (they need hidden, executed solutions)"
     for i in range(hidden.count()):
         cell = hidden.nth(i)
         body = cell.locator(".cell_input, .cell_output")
@@ -32,7 +85,7 @@ def test_solutions_are_folded_until_clicked(open_page, path):
     assert first.locator(".cell_input").first.is_visible(), f"{path}: clicking did not unfold the solution"
 
 
-@pytest.mark.parametrize("path", CHAPTERS or ["(book not built: run `make book`)"])
+@pytest.mark.parametrize("path", EXERCISE_PAGES or NOT_BUILT)
 def test_answers_in_dropdowns_are_closed(open_page, path):
     page, _ = open_page(path)
     drops = page.locator("details.sd-dropdown")
