@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -29,22 +30,10 @@ NOT_BUILT = ["(book not built: run `make book`)"]
 
 def toc_sources() -> dict[str, str]:
     """{page path in the built book: its source text (markdown cells only for a notebook)} for every _toc.yml file."""
-    import yaml
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_book import toc_files  # the one reader of _toc.yml's files, in reading order
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            names.extend([node["file"]] if "file" in node else [])
-            for k, v in node.items():
-                if k != "file":
-                    walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc.get("parts", toc.get("chapters", [])))
+    names = toc_files()
     out = {}
     for name in names:
         name = re.sub(r"\.(md|ipynb)$", "", name)
