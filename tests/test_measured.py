@@ -186,7 +186,14 @@ def _stored_recaps():
                 yield pytest.param(m.group(1), tables, id=f"{path.stem}-cell{i}")
 
 
-@pytest.mark.parametrize("upto, stored", list(_stored_recaps()))
+RECAPS = list(_stored_recaps())
+
+
+def test_the_chapters_have_recaps_to_check():
+    assert len(RECAPS) >= 5, f"found {len(RECAPS)} show_recap cells in notebooks/: the pattern no longer matches them"
+
+
+@pytest.mark.parametrize("upto, stored", RECAPS)
 def test_stored_recap_tables_match_the_committed_results(upto, stored):
     rungs = _results.chapter_rungs(_results.all_results(), upto)
     now = _results.html_table(rungs, ["chapter", "model", "perplexity", "published", "measured"])
@@ -194,3 +201,36 @@ def test_stored_recap_tables_match_the_committed_results(upto, stored):
     assert stored[-1].strip() == now.strip(), (
         f"the recap this chapter stored (up to {upto or 'the last chapter'}) is not what bench/results/*.json give now: "
         "re-execute the chapter (jupyter nbconvert --to notebook --execute --inplace notebooks/NN_name.ipynb)")
+
+
+def _cells_reading_results():
+    """(notebook cell id, when the cell ran, the results files it reads) for every chapter cell that reads
+    bench/results: by name (``read_results("NAME")``, ``bench_results("NAME")``) or through a recap (the ladder's files
+    up to its chapter)."""
+    import re
+    ladder = list(_results.CHAPTERS)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            src = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+            names = re.findall(r"(?:read_results|bench_results)\(\"(\w+)\"", src)
+            recap = re.search(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)", src)
+            if recap:
+                names += ladder[: ladder.index(recap.group(1)) + 1] if recap.group(1) else ladder
+            if names:
+                ran = cell["metadata"].get("execution", {}).get("iopub.execute_input")
+                yield pytest.param(ran, sorted(set(names)), id=f"{path.stem}-cell{i}")
+
+
+@pytest.mark.parametrize("ran, names", list(_cells_reading_results()))
+def test_chapter_cells_ran_after_the_results_they_read(ran, names):
+    """The book shows stored outputs and nbval ignores these cells' (their figures are platform-dependent plots and
+    tables): a cell that reads bench/results/NAME.json must have run after NAME.json was last measured."""
+    import datetime
+    assert ran, "no execution time stored: execute the chapter with `jupyter nbconvert --execute --inplace`"
+    ran_at = datetime.datetime.fromisoformat(ran.replace("Z", "+00:00"))
+    for name in names:
+        measured = (_results.read_results(name) or {}).get("machine", {}).get("date")
+        if measured:
+            assert ran_at >= datetime.datetime.fromisoformat(measured), (
+                f"this cell ran at {ran} but bench/results/{name}.json was measured at {measured}: its stored output "
+                "shows older figures; re-execute the chapter")
