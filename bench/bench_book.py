@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE_BUDGET_KB = 2048
 WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
 IMG = re.compile(r'<img[^>]+src="([^"]+)"')
+PINNED_THREADS = re.compile(r"torch\.set_num_threads\((\d+)\)")
 
 
 def toc_files() -> list[str]:
@@ -72,8 +73,12 @@ def run_notebook(path: Path, timeout: int, inplace: bool = False) -> dict:
         wall, cpu = time.perf_counter() - t0, cpu_children() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"{path} failed to run:\n{proc.stderr[-3000:]}")
-    cells = sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
-    return {"notebook": str(path.relative_to(ROOT)), "code cells": cells, "wall s": wall, "CPU s": cpu}
+    code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    # the threads the notebook's own kernel computes with: chapters 2-7 pin them in their first code cell, so this
+    # harness's torch thread count (in the machine line) is not theirs
+    pinned = PINNED_THREADS.search("\n".join("".join(c["source"]) for c in code))
+    return {"notebook": str(path.relative_to(ROOT)), "code cells": len(code), "wall s": wall, "CPU s": cpu,
+            "torch threads": int(pinned.group(1)) if pinned else "default (one per core)"}
 
 
 def page_weight(html_root: Path, name: str) -> dict | None:
@@ -113,7 +118,8 @@ def main() -> None:
         for nb in notebooks:
             rows.append(run_notebook(nb, args.timeout, args.inplace))
             r = rows[-1]
-            print(f"{r['notebook']:40s} {r['wall s']:7.1f} s wall {r['CPU s']:7.1f} s CPU  ({r['code cells']} cells)")
+            print(f"{r['notebook']:40s} {r['wall s']:7.1f} s wall {r['CPU s']:7.1f} s CPU  ({r['code cells']} cells, "
+                  f"torch threads: {r['torch threads']})")
         figures["rows"] = rows
     html = Path(args.html)
     if (html / "index.html").is_file():
