@@ -3,6 +3,7 @@ and the HTML they make, tested on results files written here."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -111,7 +112,6 @@ def test_page_is_executed_at_every_build_and_reads_the_results():
     src = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "_results.all_results()" in src and "_results.ladder(" in src
     # no number is typed into the page's prose
-    import re
     prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert not re.search(r"\d+\.\d", prose), "a measured number was typed into the page"
 
@@ -174,12 +174,15 @@ def test_seqviz_recap_renders_the_results_files(results, monkeypatch):
 # The book renders each chapter's stored outputs (execution is off) and nbval ignores the recap cells' output (their
 # plots differ by platform), so nothing else would notice a chapter whose recap was executed before a results file
 # changed: the table a recap stored must be the table the committed bench/results/*.json make now.
+#: a recap cell's call, with the chapter it stops at (none: every chapter)
+RECAP_CALL = re.compile(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)")
+
+
 def _stored_recaps():
-    import re
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             src = "".join(cell["source"])
-            m = re.search(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)", src) if cell["cell_type"] == "code" else None
+            m = RECAP_CALL.search(src) if cell["cell_type"] == "code" else None
             if m:
                 tables = ["".join(o["data"]["text/html"]) for o in cell.get("outputs", [])
                           if "text/html" in o.get("data", {}) and "<table" in "".join(o["data"]["text/html"])]
@@ -207,13 +210,12 @@ def _cells_reading_results():
     """(notebook cell id, when the cell ran, the results files it reads) for every chapter cell that reads
     bench/results: by name (``read_results("NAME")``, ``bench_results("NAME")``) or through a recap (the ladder's files
     up to its chapter)."""
-    import re
     ladder = list(_results.CHAPTERS)
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             src = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
             names = re.findall(r"(?:read_results|bench_results)\(\"(\w+)\"", src)
-            recap = re.search(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)", src)
+            recap = RECAP_CALL.search(src)
             if recap:
                 names += ladder[: ladder.index(recap.group(1)) + 1] if recap.group(1) else ladder
             if names:
