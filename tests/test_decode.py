@@ -162,7 +162,9 @@ def _reference_generate(score_fn, prompt_ids, max_new_tokens, *, temperature=1.0
 
 
 def _reference_beam(score_fn, prompt_ids, beam_size, max_new_tokens, stop_id=None, length_penalty=0.0):
-    """The beam search before batching: each hypothesis scored on its own, from its whole context."""
+    """The textbook beam, written independently of seqviz.decode: every hypothesis extended by *every* token (no
+    per-row top-k), the candidates ranked, </s> endings finished and the others kept until ``beam_size`` are live;
+    no early stop (it runs until nothing is live or max_new_tokens)."""
     prompt = [int(i) for i in prompt_ids]
 
     def rank(item):
@@ -173,19 +175,33 @@ def _reference_beam(score_fn, prompt_ids, beam_size, max_new_tokens, stop_id=Non
     for _ in range(max_new_tokens):
         candidates = []
         for ids, lp in beams:
-            z = _scores(score_fn(prompt + ids))
-            logp = torch.log_softmax(z, dim=0)
-            top = torch.topk(logp, min(beam_size, int(torch.isfinite(logp).sum())))
-            candidates += [(ids + [i], lp + v) for v, i in zip(top.values.tolist(), top.indices.tolist())]
+            logp = torch.log_softmax(_scores(score_fn(prompt + ids)), dim=0)
+            candidates += [(ids + [i], lp + v) for i, v in enumerate(logp.tolist()) if v != -math.inf]
         candidates.sort(key=rank, reverse=True)
         beams = []
         for ids, lp in candidates:
             (finished if stop_id is not None and ids[-1] == stop_id else beams).append((ids, lp))
             if len(beams) == beam_size:
                 break
-        if not beams or len(finished) >= beam_size and rank(max(finished, key=rank)) >= rank(beams[0]):
+        if not beams:
             break
     return sorted(finished + beams, key=rank, reverse=True)[:beam_size]
+
+
+def _exhaustive(score_fn, prompt_ids, max_new_tokens, stop_id, length_penalty):
+    """Every continuation: ended by stop_id or by max_new_tokens; ranked as the beam ranks them. Best first."""
+    prompt, out = [int(i) for i in prompt_ids], []
+
+    def grow(ids, lp):
+        if (ids and ids[-1] == stop_id) or len(ids) == max_new_tokens:
+            out.append((ids, lp))
+            return
+        logp = torch.log_softmax(_scores(score_fn(prompt + ids)), dim=0)
+        for i, v in enumerate(logp.tolist()):
+            if v != -math.inf:
+                grow(ids + [i], lp + v)
+    grow([], 0.0)
+    return sorted(out, key=lambda h: h[1] / (max(len(h[0]), 1) ** length_penalty), reverse=True)
 
 
 def _random_scorer(V=9, seed=0, blocked=None):
@@ -208,12 +224,39 @@ def _same_beams(got, want):
 
 @pytest.mark.parametrize("beam_size", [1, 2, 4, 7])
 @pytest.mark.parametrize("stop_id,length_penalty", [(None, 0.0), (3, 0.0), (3, 1.0), (5, 0.6)])
-def test_batched_beam_equals_the_per_hypothesis_beam(beam_size, stop_id, length_penalty):
+def test_batched_beam_equals_the_textbook_beam(beam_size, stop_id, length_penalty):
     for seed in range(3):
         f = _random_scorer(seed=seed, blocked=[8])                     # a token no hypothesis may take
         got = beam_search(f, [1, 2], beam_size, 8, stop_id=stop_id, length_penalty=length_penalty)
         _same_beams(got, _reference_beam(f, [1, 2], beam_size, 8, stop_id, length_penalty))
         assert all(8 not in ids for ids, _ in got)
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6, 1.0])
+def test_a_beam_that_holds_every_hypothesis_is_exhaustive_search(length_penalty):
+    """V = 4 tokens, 4 steps: a beam of width 4**4 never prunes, so it must return exhaustive search's ranking."""
+    for seed in range(4):
+        f = _random_scorer(V=4, seed=seed)
+        want = _exhaustive(f, [1], 4, 3, length_penalty)
+        got = beam_search(f, [1], 4 ** 4, 4, stop_id=3, length_penalty=length_penalty)
+        _same_beams(got[:10], want[:10])
+
+
+def test_a_finished_hypothesis_does_not_cost_a_live_one():
+    """</s> is the best first token, so a beam of 2 that expands only 2 tokens a row keeps 'a' alone and loses
+    'b </s>', the best hypothesis under length normalisation (exhaustive search finds it)."""
+    a, b, eos = 0, 1, 2
+    table = {(): [0.35, 0.25, 0.40], (a,): [0.25, 0.25, 0.50], (b,): [0.025, 0.025, 0.95]}
+
+    def f(ctx):
+        probs = table.get(tuple(ctx[1:]), [0.1, 0.1, 0.8])
+        return torch.log(torch.tensor(probs, dtype=torch.float64))
+
+    best_ids, best_lp = _exhaustive(f, [9], 3, eos, 1.0)[0]
+    assert best_ids == [b, eos]                                          # log(.25 * .95) / 2 = -0.72
+    (ids, lp), _ = beam_search(f, [9], 2, 3, stop_id=eos, length_penalty=1.0)
+    assert (ids, lp) == (best_ids, best_lp)
+    assert beam_search(f, [9], 2, 3, stop_id=eos, length_penalty=0.0)[0][0] == [eos]   # plain sum: </s> at 0.40
 
 
 class CountingStepper(ContextStepper):

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import os
 import random
+from contextlib import contextmanager
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "set_seed", "configure_threads", "default_device"]
+__all__ = ["__version__", "set_seed", "configure_threads", "default_device", "evaluating"]
 
 
 def set_seed(seed: int, *, deterministic: bool = True) -> None:
@@ -45,6 +46,27 @@ def set_seed(seed: int, *, deterministic: bool = True) -> None:
     torch.manual_seed(seed)
     if deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+@contextmanager
+def evaluating(*modules):
+    """Run the body with every given module in eval mode (dropout off); restore each module's own mode after it,
+    also when the body raises. ``None`` entries are skipped, so ``evaluating(getattr(x, "module", None))`` works.
+
+    The package's one mode discipline: evaluation, decoding and every "look at the trained model" helper use this,
+    so a model comes back in the mode it was in (training after ``Trainer.fit``, eval after ``model.eval()``).
+    """
+    kept = [(m, m.training) for m in modules if m is not None]
+    for m, _ in kept:
+        if not hasattr(m, "train") or not hasattr(m, "training"):
+            raise TypeError(f"evaluating() takes torch.nn.Module objects, got {type(m).__name__}")
+    try:
+        for m, _ in kept:
+            m.eval()
+        yield
+    finally:
+        for m, was in kept:
+            m.train(was)
 
 
 def configure_threads(n: int | None = None) -> int:

@@ -5,7 +5,12 @@ next-token scores after reading ``ids`` on top of ``state`` (None: nothing read 
 ``reorder_state(state, index (B',) LongTensor) -> state`` keeps, duplicates or drops rows (the beams that survive).
 An RNN's state is its hidden state, so each new token costs one step; a transformer's would be its key/value cache;
 an encoder-decoder's may hold the encoder outputs too. The state may be any structure the model's ``reorder_state``
-understands: the decoder never looks inside it. Greedy, sampling and beam search are one loop that differs only in
+understands: the decoder never looks inside it.
+
+Mode discipline: decoding runs in eval mode (dropout off) and gives the caller's mode back afterwards. A stepper that
+is an ``nn.Module`` is switched itself; a stepper that is not one (an encoder-decoder's ``bind(src)``, which runs the
+encoder on its first step) names the module it runs as its ``module`` attribute, and that module is switched. The
+device of the ids the loop builds is that module's. Greedy, sampling and beam search are one loop that differs only in
 how it picks the next tokens, and the beam's hypotheses are scored as one batch.
 
 Models that only score a whole context, ``score_fn(context_ids: list[int]) -> (V,)`` (the n-gram and window LMs'
@@ -23,6 +28,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 
+from seqviz import evaluating
 from seqviz._checks import check_temperature as _check_temperature
 
 __all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "next_token_logits_by_step",
@@ -148,18 +154,23 @@ def next_token_logits_by_step(model, context_ids, max_context: int | None = None
                          f"{tuple(ids.shape)}")
     if max_context is not None:
         ids = ids[-max_context:]
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(_module_of(model)):
         logits, _ = model.step(ids.long().unsqueeze(0).to(_model_device(model)), None)   # (1, V)
-    finally:
-        model.train(was_training)
     return logits[0]                                                                  # (V,)
 
 
+def _module_of(stepper) -> torch.nn.Module | None:
+    """The module whose mode decoding owns: the stepper itself, or the module a binding names as ``module``."""
+    if isinstance(stepper, torch.nn.Module):
+        return stepper
+    module = getattr(stepper, "module", None)
+    return module if isinstance(module, torch.nn.Module) else None
+
+
 def _model_device(model) -> torch.device:
-    if isinstance(model, torch.nn.Module):
-        for p in model.parameters():
+    module = _module_of(model)
+    if module is not None:
+        for p in module.parameters():
             return p.device
     return torch.device("cpu")
 
@@ -170,10 +181,14 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
     """Grow up to ``width`` hypotheses from one prompt, all scored in one batch per step; best first.
 
     ``expand(logits (N, V), live) -> [(row, token, log-prob), ...]`` proposes continuations of the N live
-    hypotheses, in preference order. A continuation ending in ``stop_id`` is finished; the first ``width`` others
-    stay live. The loop ends at ``max_new_tokens``, when nothing is live, or when ``width`` finished hypotheses
-    rank at least as high as the best live one. Ranking divides the log-probability by ``len ** length_penalty``.
-    Tokens in ``suppress_ids`` get the score -inf (never chosen, and the others renormalised without them).
+    hypotheses, in preference order (a beam proposes 2 x width, so a finished hypothesis never costs a live one).
+    Going down that list, a continuation ending in ``stop_id`` is finished, others stay live, until ``width`` are
+    live. Ranking divides the log-probability by ``len ** length_penalty``. The loop ends at ``max_new_tokens``,
+    when nothing is live, or when the ``width``-th best finished hypothesis ranks at least as high as the best any
+    live one could still reach (so no later step could change the returned list): its log-probability can only fall, so that bound is its rank now for ``length_penalty <= 0`` and
+    its log-probability over ``max_new_tokens ** length_penalty`` for a positive one (the longest length it can reach).
+    With a width that holds every hypothesis, this is exhaustive search. Tokens in ``suppress_ids`` get the score
+    -inf (never chosen, and the others renormalised without them). The stepper's module runs in eval mode.
     """
     stepper = as_stepper(model)
     suppress = [int(i) for i in suppress_ids]
@@ -183,11 +198,12 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
         ids, lp = hyp
         return lp / (max(len(ids), 1) ** length_penalty)
 
-    module = stepper if isinstance(stepper, torch.nn.Module) else None
-    was_training = module.training if module is not None else False
-    if module is not None:
-        module.eval()
-    try:
+    def best_reachable(live: list[Hypothesis]) -> float:
+        if length_penalty <= 0:                                                   # rank can only fall
+            return max(rank(h) for h in live)
+        return max(lp / max_new_tokens ** length_penalty for _, lp in live)       # lp <= 0 falls, len grows
+
+    with evaluating(_module_of(stepper)):
         with torch.no_grad():
             prompt = torch.tensor([[int(i) for i in prompt_ids]], dtype=torch.long, device=device)   # (1, T)
             logits, state = stepper.step(prompt, state)
@@ -214,16 +230,14 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
                     if len(new_live) == width:
                         break
                 live = new_live
-                if not live or len(finished) >= width and rank(max(finished, key=rank)) >= rank(live[0]):
-                    break
+                if not live or len(finished) >= width and \
+                        sorted(map(rank, finished), reverse=True)[width - 1] >= best_reachable(live):
+                    break                                                         # no live one can enter the top
                 if t + 1 == max_new_tokens:
                     break                                                         # no scores needed after the last
                 index = torch.tensor(rows, dtype=torch.long, device=device)        # (N',) surviving parents
                 tokens = torch.tensor([[ids[-1]] for ids, _ in live], dtype=torch.long, device=device)  # (N', 1)
                 logits, state = stepper.step(tokens, stepper.reorder_state(state, index))
-    finally:
-        if module is not None:
-            module.train(was_training)
     return sorted(finished + live, key=rank, reverse=True)[:width]
 
 
@@ -279,7 +293,8 @@ def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens
 
     def expand(z: torch.Tensor, live: list[Hypothesis]) -> list[tuple[int, int, float]]:
         logp = torch.log_softmax(z, dim=1)                                         # (N, V)
-        top = torch.topk(logp, min(beam_size, logp.shape[1]), dim=1)               # (N, k) each
+        # 2k per row: even if </s> is among a row's best, k live continuations remain (as standard beams do)
+        top = torch.topk(logp, min(2 * beam_size, logp.shape[1]), dim=1)           # (N, 2k) each
         candidates = []
         for row, (values, indices) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
             lp = live[row][1]
