@@ -624,7 +624,7 @@ def test_paired_bootstrap_full_set_delta_is_the_bleu_difference():
 def test_paired_bootstrap_resample_equals_bleu_of_the_resampled_corpus():
     """Summing per-sentence statistics is corpus BLEU of the resampled test set, computed the slow way."""
     pytest.importorskip("sacrebleu")
-    from seqviz.attention import _bleu_from_stats, _bleu_segment_stats, bleu
+    from seqviz.metrics import _bleu_from_stats, _bleu_segment_stats, bleu
     refs = _sentences(60, 3)
     hyps = _noisy(refs, 0.3, 4)
     stats, metric = _bleu_segment_stats(hyps, refs)

@@ -645,22 +645,6 @@ def date_pairs(n_train: int = 6000, n_valid: int = 300, n_test: int = 500, batch
                      test_text=[(e.source, e.target) for e in t["test"]])
 
 
-def exact_match(model: Seq2Seq, src: list[list[int]], tgt: list[list[int]], pad_id: int, *,
-                batch_size: int = 500, max_len: int | None = None) -> Tensor:
-    """Greedy-decode every source and compare with its target: bool (N,), True where the output is exactly right."""
-    from seqviz.data import pad_batch
-    if len(src) != len(tgt) or not src:
-        raise ValueError(f"need as many targets as sources (and at least one): {len(src)} vs {len(tgt)}")
-    max_len = max_len or max(len(t) for t in tgt) + 5
-    ok = []
-    for i in range(0, len(src), batch_size):
-        x, mask = pad_batch(src[i:i + batch_size], pad_id)                        # (B, S) x2
-        device = next(model.parameters()).device if isinstance(model, nn.Module) else x.device
-        out = model.greedy(x.to(device), mask.to(device), max_len=max_len)
-        ok.extend(o == list(g) for o, g in zip(out, tgt[i:i + batch_size]))
-    return torch.tensor(ok)
-
-
 def translation_pairs(corpus, num_merges: int = 4000, batch_size: int = 64, *, seed: int = 0,
                       max_tokens: int = 60, max_words: int | None = None) -> tuple[PairTask, dict]:
     """Sentence pairs (``SentencePair`` records of a Corpus, e.g. ``load_corpus("trans_de_en")``) as BPE pieces.
@@ -725,65 +709,4 @@ def translate(model: Seq2Seq, task: PairTask, beam_size: int = 1, *, n: int | No
     return ["".join(itos[i] for i in o if i != eos).strip() for o in outs]
 
 
-def _sacrebleu():
-    """The sacrebleu module, or an ImportError that says how to install it."""
-    try:
-        import sacrebleu
-    except ImportError:
-        raise ImportError("BLEU needs sacrebleu: pip install -c requirements/constraints.txt sacrebleu "
-                          "(it is in the dev extra)") from None
-    return sacrebleu
-
-
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    """Corpus BLEU (sacrebleu, its default 13a tokenisation) of detokenised hypotheses against one reference each."""
-    sacrebleu = _sacrebleu()
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need one reference per hypothesis (and at least one): {len(hypotheses)} vs "
-                         f"{len(references)}")
-    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
-
-
-def _bleu_segment_stats(hypotheses: list[str], references: list[str]):
-    """Per-sentence BLEU sufficient statistics, shape (N, 2 + 2 * 4): hypothesis length, reference length, matched
-    n-grams for n = 1..4, hypothesis n-grams for n = 1..4 (sacrebleu's own, with ``bleu``'s settings), and the
-    metric object that turns summed statistics into corpus BLEU."""
-    metric = _sacrebleu().BLEU()                                # corpus_bleu's defaults: 13a, exp smoothing
-    return np.asarray(metric._extract_corpus_statistics(hypotheses, [references]), dtype=np.int64), metric
-
-
-def _bleu_from_stats(metric, summed: np.ndarray) -> float:
-    return float(metric._compute_score_from_stats([int(s) for s in summed]).score)
-
-
-def paired_bootstrap(hyps_a: list[str], hyps_b: list[str], references: list[str], n: int = 1000,
-                     seed: int = 0) -> dict:
-    """Paired bootstrap resampling of corpus BLEU (Koehn, 2004): is system A better than system B on this test set?
-
-    Draws ``n`` test sets of the same size from the sentences, with replacement (the same indices for both systems:
-    paired), and scores A and B on each with corpus BLEU (``bleu``'s sacrebleu settings). Each sentence's n-gram
-    counts are extracted once and summed per resample, so 1000 resamples of 600 sentences take well under a second.
-
-    Returns ``{"delta": BLEU(A) - BLEU(B) on the full set, "ci95": (2.5th, 97.5th percentile of the resampled
-    deltas), "p_value": share of resamples in which A does not beat B (delta <= 0), "n": n}``.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n is the number of bootstrap resamples, a positive int (1000 is usual), got {n!r}")
-    if not (len(hyps_a) == len(hyps_b) == len(references)):
-        raise ValueError(f"paired bootstrap needs the two systems' outputs for the same sentences, one reference "
-                         f"each: got {len(hyps_a)} hypotheses of A, {len(hyps_b)} of B and {len(references)} "
-                         f"references; pass lists of equal length, in the same sentence order")
-    if not references:
-        raise ValueError("paired bootstrap needs at least one sentence: got empty lists of hypotheses and references")
-    _sacrebleu()
-    stats_a, metric = _bleu_segment_stats(list(hyps_a), list(references))    # (N, 10)
-    stats_b, _ = _bleu_segment_stats(list(hyps_b), list(references))
-    N = len(references)
-    rng = np.random.default_rng(seed)
-    deltas = np.empty(n)
-    for r in range(n):
-        counts = np.bincount(rng.integers(0, N, size=N), minlength=N)          # how often each sentence is drawn
-        deltas[r] = _bleu_from_stats(metric, counts @ stats_a) - _bleu_from_stats(metric, counts @ stats_b)
-    delta = _bleu_from_stats(metric, stats_a.sum(0)) - _bleu_from_stats(metric, stats_b.sum(0))
-    lo, hi = np.percentile(deltas, [2.5, 97.5])
-    return {"delta": delta, "ci95": (float(lo), float(hi)), "p_value": float(np.mean(deltas <= 0)), "n": int(n)}
+from seqviz.metrics import _sacrebleu, bleu, exact_match, paired_bootstrap  # noqa: E402  (moved; helpers update callers)

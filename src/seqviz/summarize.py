@@ -39,6 +39,7 @@ from seqviz.data.bpe import BPE
 from seqviz.data.text import Vocab
 from seqviz.decode import beam_search, generate
 from seqviz.transformer import TransformerConfig, TransformerLM
+from seqviz.metrics import Score, rouge, rouge_corpus, rouge_tokenize  # noqa: F401  (moved to metrics)
 
 __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer", "build_example", "Example", "summary_batches",
            "make_examples", "finetune", "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained",
@@ -369,71 +370,6 @@ def summarize(model: TransformerLM, tok: SummaryTokenizer, article: str, method:
         seed += 1  # the second phase draws new random numbers, not the first phase's again
     ids = first + run(prompt + first, max_new_tokens - min_new_tokens, tok.eos_id, never)
     return ids[:-1] if ids and ids[-1] == tok.eos_id else ids
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# ROUGE (Lin 2004), as Google's rouge-score computes it with its defaults (no stemmer)
-# ----------------------------------------------------------------------------------------------------------------
-class Score(NamedTuple):
-    precision: float
-    recall: float
-    fmeasure: float
-
-
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-
-
-def rouge_tokenize(text: str) -> list[str]:
-    """rouge-score's default tokens: lowercase, every run of characters other than a-z 0-9 becomes a space."""
-    if not isinstance(text, str):
-        raise TypeError(f"ROUGE compares strings, got {type(text).__name__}")
-    return [t for t in _NON_ALNUM.sub(" ", text.lower()).split() if re.fullmatch(r"[a-z0-9]+", t)]
-
-
-def _f(p: float, r: float) -> float:
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
-
-
-def _rouge_n(ref: list[str], hyp: list[str], n: int) -> Score:
-    r = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    h = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-    overlap = sum(min(c, h[g]) for g, c in r.items())                             # clipped n-gram matches
-    p, rc = overlap / max(sum(h.values()), 1), overlap / max(sum(r.values()), 1)
-    return Score(p, rc, _f(p, rc))
-
-
-def _lcs(a: list[str], b: list[str]) -> int:
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
-
-
-def rouge(reference: str, prediction: str) -> dict[str, Score]:
-    """ROUGE-1, ROUGE-2 (clipped n-gram overlap) and ROUGE-L (longest common subsequence) of ``prediction``
-    against ``reference``: {"rouge1", "rouge2", "rougeL"} -> Score(precision, recall, fmeasure)."""
-    ref, hyp = rouge_tokenize(reference), rouge_tokenize(prediction)
-    out = {"rouge1": _rouge_n(ref, hyp, 1), "rouge2": _rouge_n(ref, hyp, 2)}
-    if ref and hyp:
-        lcs = _lcs(ref, hyp)
-        p, r = lcs / len(hyp), lcs / len(ref)
-        out["rougeL"] = Score(p, r, _f(p, r))
-    else:
-        out["rougeL"] = Score(0.0, 0.0, 0.0)
-    return out
-
-
-def rouge_corpus(references: Sequence[str], predictions: Sequence[str]) -> dict[str, float]:
-    """Mean F-measure (x 100) of each ROUGE type over pairs: {"rouge1", "rouge2", "rougeL"}."""
-    if len(references) != len(predictions):
-        raise ValueError(f"{len(references)} references but {len(predictions)} predictions: give one each")
-    if not references:
-        raise ValueError("no summaries to score")
-    scores = [rouge(r, p) for r, p in zip(references, predictions)]
-    return {k: 100 * float(np.mean([s[k].fmeasure for s in scores])) for k in ("rouge1", "rouge2", "rougeL")}
 
 
 # ----------------------------------------------------------------------------------------------------------------
