@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from seqviz.data.batches import pad_batch
+
 __all__ = ["exact_match", "bleu", "paired_bootstrap", "Score", "rouge_tokenize", "rouge", "rouge_corpus"]
 
 
@@ -20,20 +22,20 @@ __all__ = ["exact_match", "bleu", "paired_bootstrap", "Score", "rouge_tokenize",
 # Exact match (chapter 5's dates)
 # ----------------------------------------------------------------------------------------------------------------
 def exact_match(model, src: list[list[int]], tgt: list[list[int]], pad_id: int, *,
-                batch_size: int = 500, max_len: int | None = None) -> Tensor:
-    """Greedy-decode every source with ``model.greedy(x, mask, max_len)`` (either encoder-decoder) and compare with
-    its target: bool (N,), True where the output is exactly right."""
-    from seqviz.data import pad_batch
+                batch_size: int = 500, max_new_tokens: int | None = None) -> Tensor:
+    """Greedy-decode every source with ``model.greedy(x, mask, max_new_tokens=...)`` (either encoder-decoder:
+    ``seqviz.seq2seq.Seq2Seq`` or ``seqviz.transformer``'s) and compare with its target: bool (N,), True where the
+    output is exactly right. ``max_new_tokens`` defaults to the longest target plus 5."""
     if len(src) != len(tgt) or not src:
         raise ValueError(f"need as many targets as sources (and at least one): {len(src)} vs {len(tgt)}")
-    max_len = max_len or max(len(t) for t in tgt) + 5
+    max_new_tokens = max_new_tokens or max(len(t) for t in tgt) + 5
+    device = next(model.parameters()).device if isinstance(model, nn.Module) else torch.device("cpu")
     ok = []
     for i in range(0, len(src), batch_size):
         x, mask = pad_batch(src[i:i + batch_size], pad_id)                        # (B, S) x2
-        device = next(model.parameters()).device if isinstance(model, nn.Module) else x.device
-        out = model.greedy(x.to(device), mask.to(device), max_len=max_len)
-        ok.extend(o == list(g) for o, g in zip(out, tgt[i:i + batch_size]))
-    return torch.tensor(ok)
+        out = model.greedy(x.to(device), mask.to(device), max_new_tokens=max_new_tokens)
+        ok.extend(list(o) == list(g) for o, g in zip(out, tgt[i:i + batch_size]))
+    return torch.tensor(ok, dtype=torch.bool)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -58,16 +60,20 @@ def bleu(hypotheses: list[str], references: list[str]) -> float:
     return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
 
 
+# sacrebleu has no public per-sentence statistics, so the bootstrap uses two private methods of its BLEU metric:
+# ``BLEU._extract_corpus_statistics`` and ``BLEU._compute_score_from_stats``, as in sacrebleu 2.6.0 (pinned in
+# requirements/constraints.txt). sacrebleu's own paired bootstrap (``sacrebleu.significance``) calls the same two, and
+# tests/test_metrics.py checks ``paired_bootstrap`` against it, so an upgrade that changes them fails there first.
 def _bleu_segment_stats(hypotheses: list[str], references: list[str]):
     """Per-sentence BLEU sufficient statistics, shape (N, 2 + 2 * 4): hypothesis length, reference length, matched
     n-grams for n = 1..4, hypothesis n-grams for n = 1..4 (sacrebleu's own, with ``bleu``'s settings), and the
     metric object that turns summed statistics into corpus BLEU."""
     metric = _sacrebleu().BLEU()                                # corpus_bleu's defaults: 13a, exp smoothing
-    return np.asarray(metric._extract_corpus_statistics(hypotheses, [references]), dtype=np.int64), metric
+    return np.asarray(metric._extract_corpus_statistics(hypotheses, [references]), dtype=np.int64), metric  # private
 
 
 def _bleu_from_stats(metric, summed: np.ndarray) -> float:
-    return float(metric._compute_score_from_stats([int(s) for s in summed]).score)
+    return float(metric._compute_score_from_stats([int(s) for s in summed]).score)                         # private
 
 
 def paired_bootstrap(hyps_a: list[str], hyps_b: list[str], references: list[str], n: int = 1000,
@@ -79,7 +85,11 @@ def paired_bootstrap(hyps_a: list[str], hyps_b: list[str], references: list[str]
     counts are extracted once and summed per resample, so 1000 resamples of 600 sentences take well under a second.
 
     Returns ``{"delta": BLEU(A) - BLEU(B) on the full set, "ci95": (2.5th, 97.5th percentile of the resampled
-    deltas), "p_value": share of resamples in which A does not beat B (delta <= 0), "n": n}``.
+    deltas), "p_value": share of resamples in which A does not beat B (delta <= 0), "n": n, "deltas": the n
+    resampled deltas (array)}``. For the same seed the resamples are sacrebleu's (``sacrebleu.significance``,
+    ``SACREBLEU_SEED=seed``); sacrebleu reports no interval for the difference and tests another statistic: its p is
+    two-sided, the share of resamples whose |delta|, centred on its mean, exceeds the full set's |delta| (the two
+    agree where the resampled deltas are symmetric about the full set's).
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n is the number of bootstrap resamples, a positive int (1000 is usual), got {n!r}")
@@ -89,18 +99,18 @@ def paired_bootstrap(hyps_a: list[str], hyps_b: list[str], references: list[str]
                          f"references; pass lists of equal length, in the same sentence order")
     if not references:
         raise ValueError("paired bootstrap needs at least one sentence: got empty lists of hypotheses and references")
-    _sacrebleu()
     stats_a, metric = _bleu_segment_stats(list(hyps_a), list(references))    # (N, 10)
-    stats_b, _ = _bleu_segment_stats(list(hyps_b), list(references))
+    stats_b, _ = _bleu_segment_stats(list(hyps_b), list(references))         # (N, 10)
     N = len(references)
     rng = np.random.default_rng(seed)
     deltas = np.empty(n)
     for r in range(n):
-        counts = np.bincount(rng.integers(0, N, size=N), minlength=N)          # how often each sentence is drawn
+        counts = np.bincount(rng.integers(0, N, size=N), minlength=N)          # (N,) how often each sentence is drawn
         deltas[r] = _bleu_from_stats(metric, counts @ stats_a) - _bleu_from_stats(metric, counts @ stats_b)
     delta = _bleu_from_stats(metric, stats_a.sum(0)) - _bleu_from_stats(metric, stats_b.sum(0))
     lo, hi = np.percentile(deltas, [2.5, 97.5])
-    return {"delta": delta, "ci95": (float(lo), float(hi)), "p_value": float(np.mean(deltas <= 0)), "n": int(n)}
+    return {"delta": delta, "ci95": (float(lo), float(hi)), "p_value": float(np.mean(deltas <= 0)), "n": int(n),
+            "deltas": deltas}
 
 
 # ----------------------------------------------------------------------------------------------------------------
