@@ -1,30 +1,29 @@
-"""Benchmark: attention's quadratic cost, seq2seq training throughput, and date-task exact match (chapter 5).
+"""Benchmark: attention's quadratic cost, seq2seq training throughput, date-task exact match, and translation BLEU
+with paired bootstrap significance (chapter 5). Figures go to bench/results/attention.json.
 
-    .venv/bin/python bench/bench_attention.py --quick     # T up to 1024, throughput only: ~1 min
-    .venv/bin/python bench/bench_attention.py             # T up to 2048, and trains the date models: minutes
+    .venv/bin/python bench/bench_attention.py --quick     # 1 and 2 with T up to 1024: about a minute
+    .venv/bin/python bench/bench_attention.py             # 1 to 3, T up to 2048: minutes
+    .venv/bin/python bench/bench_attention.py --threads 1 --translation --epochs 30   # 1 to 4, the reference run:
+                                                          # about 25 min on one CPU thread
 
 1. ``seqviz.attention.attention`` (scores, softmax and weighted sum written out, the T x T weights materialised)
    against ``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel) for T = 128 ... 2048, B = 1, 4
    heads, d_k = 64, float32, forward only: best wall time of a few runs, the ratio ours / SDPA, and memory as the
    PyTorch profiler sees it (the largest single allocation, and all bytes allocated during the call).
-2. Seq2Seq training throughput on the date task (``tiny`` preset: bidirectional GRU encoder, GRU decoder), pairs per
-   second, without attention and with dot, general and additive attention.
-3. (full run only) exact match on 500 held-out dates after the chapter's training budget, with and without attention.
+2. ``seqviz.seq2seq.Seq2Seq`` training throughput on the date task (``tiny`` preset: bidirectional GRU encoder, GRU
+   decoder), pairs per second, without attention and with dot, general and additive attention.
+3. (not with ``--quick``) exact match on 500 held-out dates after the chapter's training budget, with and without
+   attention.
 4. (``--translation``) German -> English on Debian's trans-de-en, pairs of at most ``--max-words`` words a side (every
-   split): BPE per language, seq2seq with and without attention (``--preset``: ``small`` is a bidirectional GRU
-   encoder and a GRU decoder of 256, Luong "general" attention; Adam, warm-up and cosine decay, teacher forcing),
-   BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search, and a few held-out
-   alignments of the attention model (for chapter 5's heatmap), and whether the BLEU differences are more than the
-   test set's noise: paired bootstrap resampling (Koehn, 2004) of attention vs none (greedy, beam) and of beam vs
-   greedy (each model), with the difference, its 95% interval and p (``translation_significance``). The reference run, on one CPU thread:
+   split): BPE per language, seq2seq with and without attention (``--preset small``: bidirectional GRU encoder and GRU
+   decoder of 256, Luong "general" attention; Adam, warm-up and cosine decay, teacher forcing; the best epoch by
+   validation loss is kept), BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search
+   (``seqviz.seq2seq.translate``: one length cap per sentence for both), a few held-out alignments of the attention
+   model (chapter 5's heatmap), and paired bootstrap resampling (Koehn, 2004; ``seqviz.metrics.paired_bootstrap``) of
+   attention vs none and of beam vs greedy: the difference, its 95% interval and p (``translation_significance``).
 
-       .venv/bin/python bench/bench_attention.py --threads 1 --translation --epochs 30   # ~25 min (load 2-3)
-
-   Thirty epochs, not twelve: in the 12-epoch run both models were best at their last epoch; with 30 the model
-   without attention is best after 11 (none of the 19 epochs after beat it) and the model with attention after 22
-   (the cosine schedule stretches with the epochs).
-
-Figures go to bench/results/attention.json.
+``--skip-attention-timing`` runs only 4 and writes attention_translation.json instead. Why 30 epochs, and the history
+of the reference run: bench/README.md.
 """
 from __future__ import annotations
 
@@ -38,8 +37,10 @@ from _results import machine, write_results
 from torch.profiler import ProfilerActivity, profile
 
 import seqviz
-from seqviz.attention import (Seq2Seq, attention, bleu, date_pairs, exact_match, paired_bootstrap, translate,
-                              translation_pairs)
+from seqviz.attention import attention
+from seqviz.data import date_pairs, translation_pairs
+from seqviz.metrics import bleu, exact_match, paired_bootstrap
+from seqviz.seq2seq import Seq2Seq, Seq2SeqConfig, translate
 from seqviz.train import TrainConfig, Trainer, WarmupCosine
 
 
@@ -85,7 +86,7 @@ def throughput(task, steps: int) -> list[dict]:
     batches = list(task.train)[:steps]
     for attn in (None, "dot", "general", "additive"):
         seqviz.set_seed(0)
-        model = Seq2Seq(task.config("tiny", attention=attn))
+        model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=attn))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         t0, pairs = time.perf_counter(), 0
         for b in batches:
@@ -104,7 +105,7 @@ def exact_match_table(task) -> list[dict]:
     rows = []
     for attn in (None, "general", "additive"):
         seqviz.set_seed(0)
-        model = Seq2Seq(task.config("tiny", attention=attn))
+        model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=attn))
         t0 = time.perf_counter()
         Trainer(model, TrainConfig(epochs=6, lr=1e-2, schedule=WarmupCosine(warmup=20), progress=False),
                 task.train, task.valid).fit()
@@ -126,7 +127,8 @@ def alignment_examples(model, task, n: int = 3, max_pieces: int = 10) -> list[di
     out = []
     for i in idx:
         x, mask = pad_batch([task.test_src[i]], task.src_vocab.pad_id)
-        seqs, w = model.greedy(x.to(device), mask.to(device), max_len=2 * max_pieces + 5, return_attention=True)
+        seqs, w = model.greedy(x.to(device), mask.to(device), max_new_tokens=2 * max_pieces + 5,
+                               return_attention=True)
         T = len(seqs[0])
         out.append({"source": [task.src_vocab.itos[j] for j in task.test_src[i]],
                     "output": [task.tgt_vocab.itos[j] for j in seqs[0]],
@@ -154,7 +156,7 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
           f"{len(refs)} test pairs, BPE vocabularies {len(task.src_vocab)} / {len(task.tgt_vocab)}", flush=True)
     for attn in (None, "general"):
         seqviz.set_seed(0)
-        model = Seq2Seq(task.config(preset, attention=attn)).to(device)
+        model = Seq2Seq(Seq2SeqConfig.for_task(task, preset, attention=attn)).to(device)
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
             # Adam, warm-up then cosine decay to 5% of lr; the best epoch by validation loss is kept
