@@ -15,9 +15,9 @@ from seqviz._checks import IGNORE_INDEX
 from seqviz.data import Article, load_corpus
 from seqviz.data.bpe import BPE
 from seqviz.data.text import Vocab
-from seqviz.summarize import (DELIMITER, PRETRAINED_PATH, SPECIALS, Score, SummaryTokenizer,
-                              build_example, headline_length, lead_baseline, load_pretrained, prompt_ids,
-                              random_sentence_baseline, rouge, rouge_corpus, rouge_tokenize, split_sentences,
+from seqviz.metrics import Score, rouge, rouge_corpus, rouge_tokenize
+from seqviz.summarize import (DELIMITER, PRETRAINED_PATH, SPECIALS, SummaryTokenizer, build_example, headline_length,
+                              lead_baseline, load_pretrained, prompt_ids, random_sentence_baseline, split_sentences,
                               summarize, summary_attention, summary_batches)
 from seqviz.train import TrainConfig, Trainer, WarmupCosine
 from seqviz.transformer import TransformerConfig, TransformerLM
@@ -94,11 +94,12 @@ def test_batches_pad_inputs_and_ignore_padded_targets():
     (b,) = summary_batches(exs, 2, pad_id=0, shuffle=False)
     assert b.x.tolist() == [[11, 12, 13, DELIM, 21], [11, DELIM, 21, 0, 0]]
     assert b.y.tolist() == [[X, X, X, 21, EOS], [X, 21, EOS, X, X]]
-    # shuffled epochs: every example once per epoch, seeded
+    # shuffled epochs: every example once per epoch, each epoch in its own order, seeded
     many = [build_example([i + 10], [21], DELIM, EOS, 8) for i in range(7)]
     bs = summary_batches(many, 3, 0, epochs=2, seed=1)
-    firsts = sorted(int(x) for b in bs for x in b.x[:, 0])
-    assert firsts == sorted(list(range(10, 17)) * 2)
+    firsts = [int(x) for b in bs for x in b.x[:, 0]]
+    assert sorted(firsts[:7]) == sorted(firsts[7:]) == list(range(10, 17))
+    assert firsts[:7] != firsts[7:] and firsts[:7] != list(range(10, 17))
     assert [b.x.tolist() for b in bs] == [b.x.tolist() for b in summary_batches(many, 3, 0, epochs=2, seed=1)]
 
 
@@ -295,9 +296,6 @@ def test_random_sentence_is_a_seeded_uniform_choice_of_a_sentence():
     assert counts.min() > 330 and counts.max() < 470      # uniform: 400 each expected
     assert picks == random_sentence_baseline([body] * 2000, seed=0)
     assert picks != random_sentence_baseline([body] * 2000, seed=1)
-    # the same generator a reader would write: random.Random(seed).randrange(number of sentences)
-    rng = random.Random(5)
-    assert random_sentence_baseline([body] * 3, seed=5) == [sents[rng.randrange(5)] for _ in range(3)]
 
 
 # -- the committed checkpoint ----------------------------------------------------------------------------------------
@@ -307,6 +305,10 @@ def test_pretrained_checkpoint_is_verified_and_small(tmp_path):
     assert PRETRAINED_PATH.stat().st_size <= 2_000_000
     model, tok, info = load_pretrained()
     assert model.V.weight is model.E.weight and model.config.vocab_size == len(tok)
+    # loaded for use, not for training: eval mode, so its dropout (0.1) is off and a forward pass repeats
+    assert model.config.dropout > 0 and not any(m.training for m in model.modules())
+    ids = torch.tensor([tok.encode("Ad sales boost Time Warner profit")])
+    assert torch.equal(model(ids)[0], model(ids)[0])
     assert tok.decode(tok.encode("Ad sales boost Time Warner profit")) == "Ad sales boost Time Warner profit"
     bad = tmp_path / "bad.pt"
     data = bytearray(PRETRAINED_PATH.read_bytes())
@@ -327,3 +329,29 @@ def test_pretrained_checkpoint_is_verified_and_small(tmp_path):
 
 class _Unpicklable:
     """Any class outside torch's allow-list: torch.load(weights_only=True) must refuse to build it."""
+
+
+# -- the package's public face: what chapter 7 imports, and the command line `make pretrain-summarize` runs -----------
+def test_every_name_the_chapter_imports_from_seqviz_summarize_is_there():
+    import json
+    import re
+    from pathlib import Path
+
+    import seqviz.summarize
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "07_summarization.ipynb"
+    src = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+    names = [n.strip() for group in re.findall(r"from seqviz\.summarize import \(?([^)]*?)\)?\n(?!\s)", src)
+             for n in group.replace("\n", " ").split(",") if n.strip()]
+    assert len(names) >= 10, names  # the pattern still finds the chapter's import
+    assert [n for n in names if not hasattr(seqviz.summarize, n)] == []
+
+
+def test_pretrain_command_line_runs_as_a_module():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "seqviz.summarize", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pretrain" in out.stdout and "--steps" in out.stdout
