@@ -1,5 +1,7 @@
-"""The Measured appendix (book/measured.ipynb) renders bench/results/*.json through bench/_results.py: the readers
-and the HTML they make, tested on results files written here."""
+"""The recorded benchmark results: bench/_results.py writes bench/results/*.json; the package reads them back
+(seqviz.results: tables; seqviz.recap: the chapters' ladder), from the repository's bench/results, for the Measured
+appendix (book/measured.ipynb) and the chapter recaps. The readers and the HTML they make are tested on results files
+written here, and the chapters' stored recaps against the committed files."""
 from __future__ import annotations
 
 import json
@@ -9,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from seqviz import recap, results
+
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"  # the committed results
 sys.path.insert(0, str(ROOT / "bench"))
-import _results  # noqa: E402
+import _results  # noqa: E402  (the writing side; bench/ is not a package)
 
 WINDOW = {"machine": {"date": "2026-11-23T10:00:00+00:00", "cpu": "Test CPU", "cores": 2, "torch": "2.13.0+cpu",
                       "threads": 2, "cpu_capability": "AVX2"},
@@ -21,7 +26,8 @@ WINDOW = {"machine": {"date": "2026-11-23T10:00:00+00:00", "cpu": "Test CPU", "c
 
 
 @pytest.fixture
-def results(tmp_path):
+def res_dir(tmp_path):
+    """tmp/results with three results files, and tmp/bench_*.py beside it as in a repository's bench/."""
     root = tmp_path / "results"
     root.mkdir()
     (tmp_path / "bench_window.py").write_text("")
@@ -33,55 +39,55 @@ def results(tmp_path):
     return root
 
 
-def test_files_read_in_lecture_order_and_missing_benches_named(results):
-    assert list(_results.all_results(results)) == ["window", "widgets"]
-    assert _results.read_results("ngram", results) is None
-    assert _results.missing(results) == ["python bench/bench_ngram.py"]
+def test_files_read_in_lecture_order_and_missing_benches_named(res_dir):
+    assert list(results.all_results(res_dir)) == ["window", "widgets"]
+    assert results.read_results("ngram", res_dir) is None
+    assert results.missing(res_dir) == ["python bench/bench_ngram.py"]
 
 
-def test_tables_show_the_files_numbers_escaped(results):
-    html = dict(_results.sections(_results.read_results("window", results)))
+def test_tables_show_the_files_numbers_escaped(res_dir):
+    html = dict(results.sections(results.read_results("window", res_dir)))
     rows = html["rows"]
     assert "1,234,567" in rows and "145.2" in rows and "171.5" in rows
     assert "window LM &lt;b&gt;" in rows and "<b>" not in rows  # names are text, never markup
     assert "<td>-</td>" in rows  # NaN and missing cells
     assert "141.2" in html["published"]
-    other = dict(_results.sections(_results.read_results("widgets", results)))
+    other = dict(results.sections(results.read_results("widgets", res_dir)))
     assert "3.25" in other["latency_ms"] and "65,536" in other["sizes: 4x4x64"]
 
 
-def test_a_changed_file_changes_the_tables(results):
-    before = _results.sections(_results.read_results("window", results))
+def test_a_changed_file_changes_the_tables(res_dir):
+    before = results.sections(results.read_results("window", res_dir))
     changed = json.loads(json.dumps(WINDOW))
     changed["rows"][0]["test"] = 139.75
-    (results / "window.json").write_text(json.dumps(changed))
-    after = _results.sections(_results.read_results("window", results))
+    (res_dir / "window.json").write_text(json.dumps(changed))
+    after = results.sections(results.read_results("window", res_dir))
     assert before != after and "139.8" in dict(after)["rows"]
 
 
-def test_ladder_has_ours_and_published_in_order(results):
-    rungs = _results.ladder(_results.all_results(results))
+def test_ladder_has_ours_and_published_in_order(res_dir):
+    rungs = results.ladder(results.all_results(res_dir))
     assert [(r["model"], r["perplexity"], r["source"]) for r in rungs] == [
         ("KN 4-gram", 145.25, "ours"), ("window LM <b>", 171.5, "ours"),
         ("KN 5-gram, Mikolov et al. 2011 (test)", 141.2, "published")]
     assert {r["corpus"] for r in rungs} == {"PTB test"}
 
 
-def test_machine_line_says_what_the_figures_depend_on(results):
-    line = _results.machine_line(_results.read_results("window", results))
+def test_machine_line_says_what_the_figures_depend_on(res_dir):
+    line = results.machine_line(results.read_results("window", res_dir))
     assert "Test CPU" in line and "2 cores" in line and "torch 2.13.0+cpu" in line and "2 threads" in line
 
 
-def test_broken_file_says_which_bench_rewrites_it(results):
-    (results / "ngram.json").write_text("{not json")
+def test_broken_file_says_which_bench_rewrites_it(res_dir):
+    (res_dir / "ngram.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"bench_ngram\.py"):
-        _results.read_results("ngram", results)
+        results.read_results("ngram", res_dir)
 
 
 def test_html_table_rejects_what_is_not_a_table():
     with pytest.raises(TypeError, match="list of dicts or a dict"):
-        _results.html_table([1, 2])
-    assert _results.fmt(float("nan")) == "-" and _results.fmt(12345.6) == "12,346" and _results.fmt(0.01234) == "0.0123"
+        results.html_table([1, 2])
+    assert results.fmt(float("nan")) == "-" and results.fmt(12345.6) == "12,346" and results.fmt(0.01234) == "0.0123"
 
 
 def test_write_results_records_the_machine(tmp_path, monkeypatch):
@@ -91,7 +97,7 @@ def test_write_results_records_the_machine(tmp_path, monkeypatch):
     data = json.loads(path.read_text())
     assert set(data["machine"]) >= {"date", "cpu", "cores", "torch", "threads"} and data["rows"][0]["test"] == 1.5
     assert data["machine"]["command"] == "python bench/bench_demo.py --quick"  # a quick run says so on the page
-    assert "by `python bench/bench_demo.py --quick`" in _results.machine_line(data)
+    assert "by `python bench/bench_demo.py --quick`" in results.machine_line(data)
     if hasattr(__import__("os"), "getloadavg"):  # the load at the start and the end of the run, both recorded
         assert len(data["machine"]["load"]) == 2 and all(x >= 0 for x in data["machine"]["load"])
 
@@ -99,10 +105,10 @@ def test_write_results_records_the_machine(tmp_path, monkeypatch):
 def test_machine_line_flags_timings_from_a_busy_machine():
     quiet = {"machine": {"cores": 2, "load": [0.1, 0.4]}}
     busy = {"machine": {"cores": 2, "load": [0.2, 5.5]}}
-    assert "load average 0.1 at the start, 0.4 at the end" in _results.machine_line(quiet)
-    assert "busy" not in _results.machine_line(quiet)
-    assert "a busy machine: its timings are pessimistic" in _results.machine_line(busy)
-    assert "load" not in _results.machine_line({"machine": {"cores": 2}})  # files written before loads were recorded
+    assert "load average 0.1 at the start, 0.4 at the end" in results.machine_line(quiet)
+    assert "busy" not in results.machine_line(quiet)
+    assert "a busy machine: its timings are pessimistic" in results.machine_line(busy)
+    assert "load" not in results.machine_line({"machine": {"cores": 2}})  # files written before loads were recorded
 
 
 def test_page_is_executed_at_every_build_and_reads_the_results():
@@ -110,17 +116,17 @@ def test_page_is_executed_at_every_build_and_reads_the_results():
     # Jupyter Book's cache keys on code cells only: a cached page would keep showing old JSON
     assert nb["metadata"]["mystnb"]["execution_mode"] == "force"
     src = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert "_results.all_results()" in src and "_results.ladder(" in src
+    assert "results.all_results()" in src and "results.ladder(" in src
     # no number is typed into the page's prose
     prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert not re.search(r"\d+\.\d", prose), "a measured number was typed into the page"
 
 
-def test_chapter_rungs_take_each_chapters_best_ptb_figure(results):
+def test_chapter_rungs_take_each_chapters_best_ptb_figure(res_dir):
     ngram = {"machine": WINDOW["machine"], "corpus": "PTB", "published": {"KN 5-gram (Mikolov et al. 2011)": 141.2},
              "rows": [{"model": "KN 5-gram", "test": 141.5}, {"model": "Laplace 3-gram", "test": 990.0}]}
-    (results / "ngram.json").write_text(json.dumps(ngram))
-    rungs = _results.chapter_rungs(_results.all_results(results), upto="rnn")
+    (res_dir / "ngram.json").write_text(json.dumps(ngram))
+    rungs = recap.chapter_rungs(results.all_results(res_dir), upto="rnn")
     assert [r["chapter"] for r in rungs] == ["1 n-gram", "2 fixed window", "3 RNN"]
     assert (rungs[0]["model"], rungs[0]["perplexity"]) == ("KN 5-gram", 141.5)  # rows named by "model" work too
     assert (rungs[1]["model"], rungs[1]["perplexity"]) == ("window LM <b>", 171.5)  # not window.json's KN baseline
@@ -128,46 +134,61 @@ def test_chapter_rungs_take_each_chapters_best_ptb_figure(results):
     assert rungs[1]["published"] is None  # the same published figure (141.2) is listed once, at its first chapter
     assert rungs[2]["perplexity"] is None and rungs[2]["model"] == "not measured: python bench/bench_rnn.py"
     with pytest.raises(ValueError, match="upto must be one of"):
-        _results.chapter_rungs({}, upto="attention")
+        recap.chapter_rungs({}, upto="attention")
 
 
-def test_a_new_result_moves_the_recap(results):
-    before = _results.chapter_rungs(_results.all_results(results))
+def test_a_new_result_moves_the_recap(res_dir):
+    before = recap.chapter_rungs(results.all_results(res_dir))
     better = json.loads(json.dumps(WINDOW))
     better["rows"].append({"name": "window LM, full", "test": 120.0})
-    (results / "window.json").write_text(json.dumps(better))
-    after = _results.chapter_rungs(_results.all_results(results))
+    (res_dir / "window.json").write_text(json.dumps(better))
+    after = recap.chapter_rungs(results.all_results(res_dir))
     assert before[1]["perplexity"] == 171.5 and (after[1]["model"], after[1]["perplexity"]) == ("window LM, full", 120.0)
 
 
-def test_seqviz_recap_finds_the_bench_from_a_notebook_folder(results, tmp_path, monkeypatch, capsys):
-    from seqviz import recap
-
+def test_seqviz_recap_finds_the_bench_from_a_notebook_folder(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
     assert recap.find_bench(ROOT / "notebooks") == ROOT / "bench"  # a chapter runs in notebooks/ of a clone
     alone = tmp_path / "colab"
     alone.mkdir()
-    if recap.find_bench(alone) is None:  # a notebook opened alone: no bench/ above it
-        assert recap.show_recap("ngram", start=alone) is None
-        assert "SEQVIZ_ROOT" in capsys.readouterr().out
+    assert not any((p / "bench" / "results").is_dir() for p in [alone, *alone.parents])  # the premise of what follows
+    assert recap.find_bench(alone) is None  # a notebook opened alone: no bench/results above it
+    assert recap.show_recap("ngram", start=alone) is None
+    assert "SEQVIZ_ROOT" in capsys.readouterr().out
+    monkeypatch.chdir(alone)
+    with pytest.raises(FileNotFoundError, match="SEQVIZ_ROOT"):
+        results.read_results("ngram")
     monkeypatch.setenv("SEQVIZ_ROOT", str(ROOT))
     assert recap.find_bench(alone) == ROOT / "bench"
+    assert results.results_dir() == RESULTS and results.read_results("ngram") == json.loads(
+        (RESULTS / "ngram.json").read_text())
 
 
-def test_seqviz_recap_renders_the_results_files(results, monkeypatch):
+def test_seqviz_recap_renders_the_results_files_with_no_code_from_bench(res_dir, monkeypatch):
+    """The package reads bench/results/*.json itself: a repository whose bench/ holds only results/ is enough."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from seqviz import recap
-
-    # `results` is tmp/results with tmp/bench_*.py beside it: make it look like a repository's bench/ folder
-    repo = results.parent.parent / "repo"
+    repo = res_dir.parent / "repo"
     (repo / "bench").mkdir(parents=True)
-    (repo / "bench" / "_results.py").write_text((ROOT / "bench" / "_results.py").read_text())
-    (results).rename(repo / "bench" / "results")
+    res_dir.rename(repo / "bench" / "results")
+    assert sorted(p.name for p in (repo / "bench").iterdir()) == ["results"]
     monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
     rows = recap.show_recap("window", start=repo)
     assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 171.5)]
+    monkeypatch.chdir(repo / "bench")  # found from the working directory too, as a notebook in the clone finds it
+    assert list(results.all_results()) == ["window", "widgets"]
+
+
+def test_bench_results_reads_with_the_package_readers(res_dir):
+    """bench/_results.py keeps the writing side and hands reading to seqviz.results, defaulting to its own folder."""
+    for name in ("fmt", "html_table", "machine_line", "sections", "ladder", "plot_rungs"):
+        assert getattr(_results, name) is getattr(results, name), name
+    as_text = json.dumps  # the file's NaN is not equal to itself, its text is
+    assert as_text(_results.read_results("window", res_dir)) == as_text(results.read_results("window", res_dir))
+    assert as_text(results.read_results("window", res_dir)) == as_text(WINDOW)
+    assert _results.all_results() == results.all_results(RESULTS) and "ngram" in _results.all_results()
+    assert _results.missing(res_dir) == results.missing(res_dir) == ["python bench/bench_ngram.py"]
 
 
 # ---- the recaps stored in the chapters are the committed results, not older ones ------------------------------------
@@ -198,8 +219,8 @@ def test_the_chapters_have_recaps_to_check():
 
 @pytest.mark.parametrize("upto, stored", RECAPS)
 def test_stored_recap_tables_match_the_committed_results(upto, stored):
-    rungs = _results.chapter_rungs(_results.all_results(), upto)
-    now = _results.html_table(rungs, ["chapter", "model", "perplexity", "published", "measured"])
+    rungs = recap.chapter_rungs(results.all_results(RESULTS), upto)
+    now = results.html_table(rungs, recap.RECAP_COLUMNS)
     assert stored, "the recap cell stored no table: re-execute the chapter"
     assert stored[-1].strip() == now.strip(), (
         f"the recap this chapter stored (up to {upto or 'the last chapter'}) is not what bench/results/*.json give now: "
@@ -210,14 +231,14 @@ def _cells_reading_results():
     """(notebook cell id, when the cell ran, the results files it reads) for every chapter cell that reads
     bench/results: by name (``read_results("NAME")``, ``bench_results("NAME")``) or through a recap (the ladder's files
     up to its chapter)."""
-    ladder = list(_results.CHAPTERS)
+    ladder = list(recap.CHAPTERS)
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             src = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
             names = re.findall(r"(?:read_results|bench_results)\(\"(\w+)\"", src)
-            recap = RECAP_CALL.search(src)
-            if recap:
-                names += ladder[: ladder.index(recap.group(1)) + 1] if recap.group(1) else ladder
+            call = RECAP_CALL.search(src)
+            if call:
+                names += ladder[: ladder.index(call.group(1)) + 1] if call.group(1) else ladder
             if names:
                 ran = cell["metadata"].get("execution", {}).get("iopub.execute_input")
                 yield pytest.param(ran, sorted(set(names)), id=f"{path.stem}-cell{i}")
@@ -231,8 +252,10 @@ def test_chapter_cells_ran_after_the_results_they_read(ran, names):
     assert ran, "no execution time stored: execute the chapter with `jupyter nbconvert --execute --inplace`"
     ran_at = datetime.datetime.fromisoformat(ran.replace("Z", "+00:00"))
     for name in names:
-        measured = (_results.read_results(name) or {}).get("machine", {}).get("date")
-        if measured:
-            assert ran_at >= datetime.datetime.fromisoformat(measured), (
-                f"this cell ran at {ran} but bench/results/{name}.json was measured at {measured}: its stored output "
-                "shows older figures; re-execute the chapter")
+        figures = results.read_results(name, RESULTS)
+        if figures is None:  # not measured on this checkout: the cell says so, and shows no figure that could be stale
+            continue
+        measured = figures["machine"]["date"]
+        assert ran_at >= datetime.datetime.fromisoformat(measured), (
+            f"this cell ran at {ran} but bench/results/{name}.json was measured at {measured}: its stored output "
+            "shows older figures; re-execute the chapter")
