@@ -286,7 +286,16 @@ def test_stream_batcher_rows_continue_across_batches():
     row0 = torch.cat([b.x[0] for b in batches])
     assert torch.equal(row0, torch.arange(25))
     assert len(StreamBatcher(ids, 4, 7, drop_last=True)) == 3
-    assert sb.n_tokens == 100
+
+
+def test_stream_batcher_counts_only_scored_targets():
+    """Bug: n_tokens counted every position, the <s> targets turned into IGNORE_INDEX included."""
+    ids = torch.tensor([2, 5, 6, 7, 2, 8, 9, 2, 4, 2, 5, 6, 2])  # <s> = 2 starts every sentence
+    for drop_last in (False, True):
+        sb = StreamBatcher(ids, batch_size=2, bptt=4, drop_last=drop_last, skip_target=2)
+        scored = sum(b.n_targets for b in sb)
+        assert sb.n_targets == scored < sum(b.y.numel() for b in sb)
+    assert StreamBatcher(ids, batch_size=2, bptt=4).n_targets == 12  # nothing skipped: every position counts
 
 
 def test_stream_batcher_bad_input():
@@ -368,23 +377,42 @@ def _family(seed: int, shuffle: bool = True):
 
 @pytest.mark.parametrize("name", ["windows", "padded", "tagged", "pairs"])
 def test_every_batcher_yields_named_batches_and_is_seeded(name):
-    def passes(seed):
-        b = _family(seed)[name]
-        return [[(x.x.tolist(), x.y.tolist()) for x in b] for _ in range(2)]
+    def epochs(seed, data=None):
+        data = data or _family(seed)[name]
+        out = []
+        for epoch in (0, 1):
+            data.set_epoch(epoch)
+            out.append([(b.x.tolist(), b.y.tolist()) for b in data])
+        return out
 
     torch.manual_seed(0)
-    a = passes(3)
+    a = epochs(3)
     torch.manual_seed(999)  # the global random state plays no part
-    assert passes(3) == a  # same seed, same batches, pass for pass
-    assert a[0] != a[1]  # a new order every pass
-    assert passes(4) != a  # another seed, another order
+    assert epochs(3) == a  # same seed, same batches, epoch for epoch (an independently built batcher)
+    assert a[0] != a[1]  # a new order every epoch
+    assert epochs(4) != a  # another seed, another order
     for batch in _family(0)[name]:
         assert isinstance(batch, Batch)
         if name != "windows":
             assert batch.mask.dtype == torch.bool and batch.mask.shape == batch.x.shape
             assert bool((batch.x[~batch.mask] == 0).all())  # padding where the mask is False
-    unshuffled = _family(0, shuffle=False)[name]
-    assert [b.x.tolist() for b in unshuffled] == [b.x.tolist() for b in unshuffled]
+    # without shuffling the order is the data's own: the seed plays no part, and the first batch is the first rows
+    unshuffled = [b.x.tolist() for b in _family(0, shuffle=False)[name]]
+    assert unshuffled == [b.x.tolist() for b in _family(7, shuffle=False)[name]]
+    data = _family(0, shuffle=False)[name]
+    rows = data.X[:8] if name == "windows" else pad_batch((data.sources if name == "pairs" else data.inputs)[:4], 0)[0]
+    assert unshuffled[0] == rows.tolist()
+
+
+@pytest.mark.parametrize("name", ["windows", "padded", "tagged", "pairs"])
+def test_reading_a_batcher_again_repeats_its_epoch(name):
+    """Bug: a hidden pass counter gave every read a new order, so a second model trained on the same object (or a
+    cell run again) saw other data orders. The order is a function of (seed, epoch) only."""
+    data = _family(3)[name]
+    once, again = [b.x.tolist() for b in data], [b.x.tolist() for b in data]
+    assert once == again == [b.x.tolist() for b in _family(3)[name]]
+    with pytest.raises(ValueError, match="epoch"):
+        data.set_epoch(-1)
 
 
 def test_tagged_and_pair_targets_ignore_padding():
@@ -408,6 +436,21 @@ def test_bucketing_groups_similar_lengths():
 
     assert padding(bucketed) < padding(plain) / 4
     assert sorted(len(s) for s in seqs) == sorted(int(n) for b in bucketed for n in b.mask.sum(1))  # all, once
+
+
+def test_bucketed_batches_come_in_a_random_order():
+    """Bug: bucketed batches came sorted short to long within every 50 batches (98 % of consecutive pairs
+    non-decreasing) and were never reshuffled. Now the batches are shuffled: about half of the pairs rise."""
+    seqs = [[1] * (1 + (i * 37) % 40) for i in range(4000)]
+    bucketed = PaddedBatches(seqs, [0] * 4000, 8, pad_id=0, shuffle=True, seed=1, bucket=True)
+    widths = [b.x.shape[1] for b in bucketed]  # T of each batch, in the order they come
+    rising = sum(a <= b for a, b in zip(widths, widths[1:])) / (len(widths) - 1)
+    assert 0.4 < rising < 0.6
+    assert max(widths) - min(widths) > 30  # still buckets: a batch is narrow or wide, not a mix ...
+    assert sum(int((~b.mask).sum()) for b in bucketed) < 0.1 * 4000 * 8  # ... so padding stays small
+    # without shuffling, bucketing keeps its documented order: short to long within each chunk of 50 batches
+    fixed = [b.x.shape[1] for b in PaddedBatches(seqs, [0] * 4000, 8, pad_id=0, bucket=True)]
+    assert all(fixed[k] <= fixed[k + 1] for k in range(49))
 
 
 def test_lm_batches_skip_the_start_symbol():

@@ -3,7 +3,11 @@
 One family, one batch type. Every batcher yields a :class:`Batch` ``(x, y, mask)`` that every consumer reads by name:
 ``x`` the model's input ids, ``y`` its targets (``IGNORE_INDEX`` where nothing is scored), ``mask`` the input's
 padding mask (True = real token) or None. Batchers are re-iterable (one pass per epoch) and shuffle the same way:
-pass k draws its order from ``torch.Generator().manual_seed(seed + k)``, never from the global random state.
+the order is a function of ``(seed, epoch)`` only, never of the global random state or of how often the object was
+read. ``set_epoch(e)`` (the trainer calls it at the start of every epoch, as torch's ``DistributedSampler`` expects)
+chooses the epoch (a loop of your own calls it too; without it every pass is epoch 0's); reading the object again in
+the same epoch gives the same batches, so two models trained one after the other on one batcher see the same data in
+the same order.
 
 - fixed windows (ch. 2): :func:`fixed_windows`, :class:`WindowBatches`, :func:`window_data`
 - LM streams (ch. 3-4, stateful truncated BPTT): :func:`sentence_stream`, :class:`StreamBatcher`, :func:`lm_batches`
@@ -40,19 +44,31 @@ class Batch(NamedTuple):
 
 
 class _Shuffled:
-    """Seeded order of n items for one pass: pass k uses ``seed + k``, so epochs differ and runs repeat."""
+    """Seeded order of n items: epoch e draws it from its own generator, seeded with seed + e, so epochs differ, a
+    batcher read twice in one epoch repeats itself, and two batchers built with the same seed agree."""
 
     def __init__(self, shuffle: bool, seed: int):
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-        self.shuffle, self.seed, self._passes = bool(shuffle), seed, 0
+        self.shuffle, self.seed, self.epoch = bool(shuffle), seed, 0
 
-    def _order(self, n: int) -> torch.Tensor:
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose order the next passes use (the trainer calls this at the start of every epoch)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative int (counted from 0), got {epoch!r}")
+        self.epoch = epoch
+
+    def _generator(self) -> torch.Generator | None:
+        """This epoch's generator (None when not shuffling), seeded with ``seed + epoch`` as torch's
+        DistributedSampler does (so seed s + 1 replays seed s's orders one epoch later)."""
         if not self.shuffle:
-            return torch.arange(n)
-        gen = torch.Generator().manual_seed(self.seed + self._passes)
-        self._passes += 1
-        return torch.randperm(n, generator=gen)
+            return None
+        return torch.Generator().manual_seed(self.seed + self.epoch)
+
+
+def _order(n: int, gen: torch.Generator | None) -> torch.Tensor:
+    """0..n-1 in the generator's random order, or in order without one."""
+    return torch.arange(n) if gen is None else torch.randperm(n, generator=gen)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -81,7 +97,8 @@ def fixed_windows(ids, n: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class WindowBatches(_Shuffled):
-    """Re-iterable ``Batch(x=context (B, n), y=next word (B,))`` of fixed windows, reshuffled on every pass.
+    """Re-iterable ``Batch(x=context (B, n), y=next word (B,))`` of fixed windows, reshuffled every epoch
+    (``set_epoch``) when ``shuffle``.
 
     Each batch is gathered with one index per tensor: much faster than a ``DataLoader`` that fetches and collates
     windows one at a time.
@@ -100,7 +117,7 @@ class WindowBatches(_Shuffled):
         return -(-len(self.Y) // self.batch_size)
 
     def __iter__(self) -> Iterator[Batch]:
-        order = self._order(len(self.Y))
+        order = _order(len(self.Y), self._generator())
         for start in range(0, len(self.Y), self.batch_size):
             rows = order[start:start + self.batch_size]                       # (B,)
             yield Batch(self.X[rows], self.Y[rows])                           # (B, n), (B,)
@@ -169,9 +186,11 @@ class StreamBatcher:
             yield Batch(self.x[:, s], self.y[:, s])  # (B, T), (B, T)
 
     @property
-    def n_tokens(self) -> int:
-        """Targets per pass; with drop_last, only those in full batches."""
-        return self.batch_size * (len(self) * self.bptt if self.drop_last else self.x.shape[1])
+    def n_targets(self) -> int:
+        """Targets scored per pass (entries of y that are not IGNORE_INDEX; with drop_last, only in full batches):
+        the count the trainer weights the loss by, as ``Batch.n_targets`` is for one batch."""
+        read = len(self) * self.bptt if self.drop_last else self.y.shape[1]
+        return int((self.y[:, :read] != IGNORE_INDEX).sum())
 
 
 def lm_batches(ids, batch_size: int, bptt: int, skip_target: int | None = None) -> list[Batch]:
@@ -204,9 +223,12 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, max_len: int | None = 
     return ids, mask
 
 
-def _lengths_order(lengths: list[int], order: torch.Tensor, batch_size: int, bucket: bool) -> list[torch.Tensor]:
-    """Cut ``order`` into batches; with ``bucket``, sort each chunk of 50 batches by length first so a batch holds
-    sequences of similar length (less padding), then keep the (shuffled) order of the batches themselves."""
+def _lengths_order(lengths: list[int], order: torch.Tensor, batch_size: int, bucket: bool,
+                   gen: torch.Generator | None) -> list[torch.Tensor]:
+    """Cut ``order`` into batches of rows. With ``bucket``, each chunk of 50 batches is first sorted by length, so a
+    batch holds sequences of similar length (less padding); the batches are then put in a random order drawn from
+    ``gen`` (so lengths do not grow through an epoch), or, without ``gen`` (no shuffling), left short to long
+    within each chunk."""
     if not bucket:
         return [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     chunk = 50 * batch_size
@@ -215,6 +237,8 @@ def _lengths_order(lengths: list[int], order: torch.Tensor, batch_size: int, buc
         part = order[c:c + chunk]
         part = part[torch.argsort(torch.tensor([lengths[i] for i in part.tolist()]), stable=True)]
         batches += [part[s:s + batch_size] for s in range(0, len(part), batch_size)]
+    if gen is not None:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=gen).tolist()]
     return batches
 
 
@@ -222,7 +246,9 @@ class PaddedBatches(_Shuffled):
     """Re-iterable ``Batch(x=ids (B, T), y, mask (B, T))`` of variable-length sequences, right-padded with ``pad_id``.
 
     targets: one label per token (lists, padded with IGNORE_INDEX -> y (B, T)) or one per sequence (ints -> y (B,)).
-    ``bucket=True`` groups sequences of similar length (see :func:`_lengths_order`).
+    ``shuffle`` draws a new order every epoch from (seed, epoch). ``bucket=True`` puts sequences of similar length
+    in one batch (less padding) and, with ``shuffle``, visits those batches in a random order (see
+    :func:`_lengths_order`).
     """
 
     def __init__(self, inputs: Sequence[Sequence[int]], targets: Sequence, batch_size: int, pad_id: int, *,
@@ -251,8 +277,8 @@ class PaddedBatches(_Shuffled):
         return -(-len(self.inputs) // self.batch_size)
 
     def __iter__(self) -> Iterator[Batch]:
-        lengths = [len(x) for x in self.inputs]
-        for rows in _lengths_order(lengths, self._order(len(self.inputs)), self.batch_size, self.bucket):
+        lengths, gen = [len(x) for x in self.inputs], self._generator()
+        for rows in _lengths_order(lengths, _order(len(self.inputs), gen), self.batch_size, self.bucket, gen):
             rows = rows.tolist()
             ids, mask = pad_batch([self.inputs[i] for i in rows], self.pad_id, self.max_len)      # (B, T), (B, T)
             if self.per_token:
@@ -267,8 +293,8 @@ class PairBatches(_Shuffled):
 
     Sources are right-padded with ``pad_id``; targets (each ending in ``</s>``, without ``<s>``) are padded with
     IGNORE_INDEX, so the loss never scores a position past ``</s>``. The decoder's input is
-    :func:`shift_right` of y (``<s>`` then y without its last position: teacher forcing). ``bucket=True`` groups
-    pairs of similar source length.
+    :func:`shift_right` of y (``<s>`` then y without its last position: teacher forcing). ``shuffle`` and
+    ``bucket`` as in :class:`PaddedBatches`, by source length.
     """
 
     def __init__(self, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], batch_size: int,
@@ -294,8 +320,8 @@ class PairBatches(_Shuffled):
         return -(-len(self.sources) // self.batch_size)
 
     def __iter__(self) -> Iterator[Batch]:
-        lengths = [len(s) for s in self.sources]
-        for rows in _lengths_order(lengths, self._order(len(self.sources)), self.batch_size, self.bucket):
+        lengths, gen = [len(s) for s in self.sources], self._generator()
+        for rows in _lengths_order(lengths, _order(len(self.sources), gen), self.batch_size, self.bucket, gen):
             rows = rows.tolist()
             src, mask = pad_batch([self.sources[i] for i in rows], self.pad_id, self.max_source_len)  # (B, S) x2
             tgt, _ = pad_batch([self.targets[i] for i in rows], IGNORE_INDEX, self.max_target_len)   # (B, T)
