@@ -14,7 +14,8 @@ from seqviz.data import Batch, StreamBatcher, pad_batch
 from seqviz.lstm import (GATES, GRU, LSTM, TORCH_LSTM_GATE_ORDER, GRUCell, GRULM, GRUTrace, LSTMCell, LSTMClassifier,
                          LSTMLM, LSTMLMConfig, LSTMTrace, most_correlated_units, play_indicators,
                          state_grad_norms)
-from seqviz.rnn import ElmanCell, RNNClassifierConfig, lm_step
+from seqviz.rnn import ElmanCell, RNNClassifierConfig
+from seqviz.train import lm_step
 
 TOL = 1e-5
 

@@ -26,14 +26,13 @@ from seqviz.rnn import (
     RecurrentLMConfig,
     RNNTagger,
     RNNTaggerConfig,
-    accuracy,
     elman_bptt,
     grad_norm_by_distance,
     lm_grad_norm_by_distance,
-    lm_step,
     rnnlm_manual_gradients,
     scan,
 )
+from seqviz.train import accuracy, lm_step
 
 TOL = 1e-5
 
@@ -592,6 +591,24 @@ def test_next_token_logits_is_the_last_position_and_decodes():
     assert torch.equal(model.next_token_logits(torch.tensor(ctx)), model.next_token_logits(ctx))
 
 
+def test_decoding_a_model_left_in_train_mode_gives_the_eval_result():
+    """After Trainer.fit a model is in train mode; with dropout 0.5 decoding must still switch dropout off (the same
+    output as in eval mode, run after run) and hand the model back in train mode."""
+    from seqviz.decode import beam_search, generate
+
+    set_seed(17)
+    model = RNNLM(RNNLMConfig.tiny(18, dropout=0.5))
+    model.eval()
+    want = (generate(model, [2], 8, greedy=True), generate(model, [2], 8, temperature=1.5, seed=3),
+            beam_search(model, [2], 3, 6, stop_id=1))
+    model.train()
+    for _ in range(3):
+        got = (generate(model, [2], 8, greedy=True), generate(model, [2], 8, temperature=1.5, seed=3),
+               beam_search(model, [2], 3, 6, stop_id=1))
+        assert got == want
+        assert model.training                                          # the caller's mode comes back
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # tagger and classifier: padding masks
 
@@ -817,11 +834,22 @@ def test_tagger_and_classifier_input_errors():
         clf(torch.tensor([[1, 12]]))
 
 
-def test_ignore_index_is_the_trainers():
-    """The trainer counts targets that are not IGNORE_INDEX; the models skip the same value."""
-    from seqviz import train
+def test_ignored_targets_are_neither_scored_nor_counted():
+    """The LM skips IGNORE_INDEX in its loss and the trainer leaves it out of the count that weights each batch's
+    mean, so evaluate() over batches with ignored targets is the mean over the scored targets alone."""
+    from seqviz.train import evaluate
 
-    assert IGNORE_INDEX == train.IGNORE_INDEX == -100
+    set_seed(21)
+    model = RNNLM(RNNLMConfig.tiny(12))
+    x1, y1 = torch.randint(12, (2, 5)), torch.randint(12, (2, 5))
+    y1[0, :3] = IGNORE_INDEX                                           # 7 of 10 scored
+    x2, y2 = torch.randint(12, (3, 5)), torch.randint(12, (3, 5))     # 15 of 15 scored
+    res = evaluate(model, [Batch(x1, y1), Batch(x2, y2)])
+    with torch.no_grad():
+        nll = torch.cat([F.cross_entropy(model(x)[0][y != IGNORE_INDEX], y[y != IGNORE_INDEX], reduction="none")
+                         for x, y in ((x1, y1), (x2, y2))])           # (22,) one loss per scored target
+    assert res["targets"] == 22 == nll.numel()
+    assert res["loss"] == pytest.approx(nll.mean().item(), rel=1e-6)
 
 
 def test_presets_build_and_run():

@@ -22,6 +22,7 @@ from seqviz.train import (
     WarmupCosine,
     Trainer,
     count_targets,
+    default_step,
     detach_carry,
     evaluate,
     perplexity,
@@ -142,7 +143,26 @@ def test_learning_rate_schedules():
     assert hist.lr[:4] == pytest.approx([0.025, 0.05, 0.075, 0.1])  # linear warm-up
     assert hist.lr[4] == pytest.approx(0.1)  # cosine starts at the top ...
     assert all(a > b for a, b in zip(hist.lr[4:], hist.lr[5:]))  # ... and falls every step ...
-    assert hist.lr[-1] == pytest.approx(0.1 * 0.5 * (1 + math.cos(math.pi * 9 / 10)))  # ... towards 0 at the end
+    assert hist.lr[-1] == 0.0  # ... to exactly final * lr = 0 at the last step (not one step short of it)
+    assert hist.lr[9] == pytest.approx(0.1 * 0.5 * (1 + math.cos(math.pi * 5 / 9)))  # 5 of 9 steps down
+
+
+@pytest.mark.parametrize("warmup, planned, final", [(0, 10, 0.0), (4, 14, 0.0), (30, 250, 0.05), (3, 5, 0.1)])
+def test_cosine_reaches_final_at_the_last_planned_step(warmup, planned, final):
+    """Bug: the cosine ran over planned - warmup steps, so the last step (planned - 1) stopped one step short."""
+    schedule = WarmupCosine(warmup=warmup, final=final)
+    assert schedule(planned - 1, 0, planned) == final
+    assert schedule(warmup, 0, planned) == 1.0  # the first step after warm-up runs at lr
+    assert schedule(planned + 5, 0, planned) == final  # and past the plan it stays at the floor
+    assert WarmupCosine(warmup=warmup, final=final)(warmup, 0, warmup + 1) == 1.0  # nothing to decay over
+
+
+def test_schedules_live_in_their_own_module():
+    import seqviz.schedules
+    import seqviz.train
+
+    for name in ("Schedule", "Constant", "WarmupCosine", "StepDecay"):
+        assert getattr(seqviz.train, name) is getattr(seqviz.schedules, name) and name in seqviz.train.__all__
 
 
 def test_step_decay_is_honoured_per_epoch():
@@ -229,7 +249,7 @@ def test_each_fit_is_a_new_run():
     first = trainer.fit()
     second = trainer.fit()
     assert second.steps == 4 and len(second.step_loss) == 4 and second is trainer.history
-    assert second.step_loss[0] < first.step_loss[0]  # the model (and optimizer) carried on training
+    assert second.step_loss[0] < first.step_loss[0]  # the model carried on training
 
 
 def test_no_early_stop_while_improving():
@@ -564,17 +584,123 @@ def test_bad_device_name_is_refused():
         TrainConfig(device="gpu please")
 
 
-def test_move_takes_the_optimizer_state_along():
-    """fit() moves the model and Adam's moments together (and back): checked on PyTorch's data-less meta device."""
+def test_fit_builds_a_new_optimizer_on_the_model_where_it_trains():
+    """The optimizer is built after the move, over the model's own parameters; a second fit() is a new run with a new
+    optimizer (Adam's moments from zero), and the model is back on its device after each (here the CPU path)."""
     model = make_model()
-    trainer = Trainer(model, quiet(epochs=1, lr=1e-2), copy_batches(2))
-    trainer.fit()  # Adam now holds exp_avg / exp_avg_sq per parameter
-    assert all(p.device.type == "cpu" for p in model.parameters())  # fit() left it where it was
-    trainer._move(torch.device("meta"))
-    assert all(p.device.type == "meta" for p in model.parameters())
-    # the optimizer updates the model's parameters, whatever objects the move made
-    assert [id(p) for g in trainer.optimizer.param_groups for p in g["params"]] == [id(p) for p in model.parameters()]
-    for p in model.parameters():
-        state = trainer.optimizer.state[p]
-        assert state["exp_avg"].device.type == "meta" and state["exp_avg_sq"].device.type == "meta"
-        assert state["step"].device.type == "cpu"  # Adam's step counter stays a CPU scalar, as PyTorch keeps it
+    trainer = Trainer(model, quiet(epochs=1, lr=1e-2, device="cpu"), copy_batches(3))
+    assert trainer.optimizer is None  # nothing to optimize before fit() has put the model where it trains
+    trainer.fit()
+    first = trainer.optimizer
+    assert {id(p) for g in first.param_groups for p in g["params"]} == {id(p) for p in model.parameters()}
+    assert all(float(first.state[p]["step"]) == 3 for p in model.parameters())
+    trainer.fit()
+    assert trainer.optimizer is not first
+    assert all(float(trainer.optimizer.state[p]["step"]) == 3 for p in model.parameters())  # not 6: a new run
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert all(s["exp_avg"].device.type == "cpu" for s in trainer.optimizer.state.values())
+
+
+# -- weight decay --------------------------------------------------------------------------------------------------
+class Decaying(torch.nn.Module):
+    """A tied LM with parts that get exactly zero gradient, so only weight decay can move them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, 8)
+        self.out = torch.nn.Linear(8, V)
+        self.out.weight = self.emb.weight  # tied: the output layer IS the embedding matrix
+        self.idle_norm = torch.nn.LayerNorm(8)  # gain 1, bias 0
+        self.idle = torch.nn.Linear(8, 8)
+        self.spare = torch.nn.Embedding(4, 8)  # an untied embedding, never read
+
+    def forward(self, idx, targets=None):
+        h = torch.tanh(self.emb(idx))  # (B, T, 8)
+        logits = self.out(h)  # (B, T, V)
+        zero = 0.0 * (self.idle_norm(h).sum() + self.idle(h).sum() + self.spare.weight.sum())  # gradient exactly 0
+        return logits, F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)) + zero  # (B*T, V), (B*T,)
+
+
+def test_weight_decay_spares_gains_biases_and_embeddings():
+    """Bug: one parameter group decayed everything; a LayerNorm gain with zero gradient shrank towards 0."""
+    set_seed(0)
+    model = Decaying()
+    idle_w, spare = model.idle.weight.detach().clone(), model.spare.weight.detach().clone()
+    trainer = Trainer(model, quiet(max_steps=10, lr=0.1, weight_decay=0.1), copy_batches(10))
+    trainer.fit()
+    assert torch.equal(model.idle_norm.weight, torch.ones(8))  # exactly 1: no decay on a gain
+    assert torch.equal(model.spare.weight, spare)  # nor on an embedding
+    # a weight matrix decays: AdamW's decoupled decay, (1 - lr * wd) per step, the only force on it here
+    assert torch.allclose(model.idle.weight, idle_w * (1 - 0.1 * 0.1) ** 10, atol=1e-6)
+    decayed = {id(p) for g in trainer.optimizer.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+    assert decayed == {id(model.idle.weight)}  # not the tied embedding / output matrix, nor any bias
+
+
+def test_decay_embeddings_on_request():
+    set_seed(0)
+    model = Decaying()
+    spare = model.spare.weight.detach().clone()
+    trainer = Trainer(model, quiet(max_steps=5, lr=0.1, weight_decay=0.1, decay_embeddings=True), copy_batches(5))
+    trainer.fit()
+    assert torch.allclose(model.spare.weight, spare * (1 - 0.1 * 0.1) ** 5, atol=1e-6)
+    decayed = {id(p) for g in trainer.optimizer.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+    assert decayed == {id(model.idle.weight), id(model.emb.weight), id(model.spare.weight)}
+    assert torch.equal(model.idle_norm.weight, torch.ones(8))  # gains never decay
+    with pytest.raises(TypeError, match="decay_embeddings"):
+        TrainConfig(decay_embeddings="yes")
+
+
+# -- the order of the data ------------------------------------------------------------------------------------------
+def test_two_models_trained_on_one_batcher_see_the_same_order():
+    """Bug: a hidden pass counter made the second model trained on a batches object (chapter 5's comparison) see
+    other orders than the first. Now the order is a function of (seed, epoch): the trainer sets the epoch."""
+    seqs = [[1 + (i * 7 + j) % 9 for j in range(1 + i % 5)] for i in range(40)]
+
+    def build():
+        return PaddedBatches(seqs, [i % 2 for i in range(40)], 4, pad_id=0, shuffle=True, seed=3, bucket=True)
+
+    def orders(data):
+        seen = []
+
+        def step(model, batch, carry):
+            seen.append(batch.x.tolist())
+            logits = model.out(model.emb(batch.x).mean(1))  # (B, V): a classifier of the whole sequence
+            return StepOutput(F.cross_entropy(logits, batch.y), logits)
+
+        Trainer(make_model(), quiet(epochs=2), data, step=step).fit()
+        return seen
+
+    data = build()
+    first, second = orders(data), orders(data)
+    assert first == second  # the same batches object, the same order for both models
+    assert first == orders(build())  # as an independently built one with the same seed
+    n = len(data)
+    assert first[:n] != first[n:]  # and the two epochs differ
+
+
+# -- the house: models never import the trainer -----------------------------------------------------------------------
+def test_no_model_module_imports_the_trainer():
+    import ast
+    from pathlib import Path
+
+    import seqviz
+
+    root = Path(seqviz.__file__).parent
+    models = [root / name for name in ("ngram.py", "window.py", "lstm.py", "attention.py", "seq2seq.py")]
+    models += [*root.glob("rnn/*.py"), *root.glob("transformer*.py"), *root.glob("transformer/*.py")]
+    trainer_side = {"train", "steps", "schedules"}
+    for path in models:
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):  # from seqviz.train import x / from ..train import x
+                base = ("." * node.level) + (node.module or "")
+                modules = [base] + [f"{base}.{a.name}" for a in node.names]  # from seqviz import train
+            else:
+                continue
+            for module in modules:
+                parts = module.split(".")
+                assert not (parts[-1] in trainer_side and (parts[0] in ("seqviz", "") or node.level)), \
+                    f"{path.name} imports {module}: models never import the trainer"

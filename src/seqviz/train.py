@@ -1,14 +1,20 @@
 """One model-agnostic trainer for every chapter (in the spirit of minGPT's ``trainer.py``).
 
 A model is trained on a re-iterable of batches: the named ``seqviz.data.Batch(x, y, mask)`` every batcher yields (a
-plain ``(x, y)`` tuple is read as ``Batch(x, y)``). The default step calls ``model(batch.x, batch.y)`` (with
+plain ``(x, y)`` tuple is read as ``Batch(x, y)``); a batcher with ``set_epoch`` gets the epoch before each pass, so
+its order depends on (seed, epoch) alone. The default step function calls ``model(batch.x, batch.y)`` (with
 ``mask=batch.mask`` when the batch has one), the package's LM interface ``-> (logits, loss)``. A chapter passes its
-own ``step(model, batch, carry) -> StepOutput(loss, logits, carry)`` when it needs more, e.g. the RNN chapters carry
-the hidden state across batches for stateful truncated BPTT. The trainer resets ``carry`` to ``None`` at the start
-of every epoch and every evaluation, and detaches it after every optimizer step.
+own ``step(model, batch, carry) -> StepOutput(loss, logits, carry)`` when it needs more, e.g. :func:`lm_step`, with
+which the RNN chapters carry the hidden state across batches for stateful truncated BPTT. The trainer resets
+``carry`` to ``None`` at the start of every epoch and every evaluation, and detaches it after every optimizer step.
+The step functions and metrics live in ``seqviz.steps``, the schedules in ``seqviz.schedules``; both are re-exported
+here. A ``step`` argument is always a step function; counts of optimizer steps are plural (``max_steps``,
+``History.steps``), and a record's ``"step"`` key is the count when it was made.
 
 The learning rate belongs to one object, ``TrainConfig.schedule`` (:class:`Constant`, :class:`WarmupCosine`,
-:class:`StepDecay`): the trainer sets it before every step and refuses to run on if anything else changed it.
+:class:`StepDecay`): the trainer sets it before every step and refuses to run on if anything else changed it. Weight
+decay falls on weight matrices only: never on biases or LayerNorm gains (fewer than 2 dimensions), nor on embeddings
+(an output layer tied to them included) unless ``TrainConfig.decay_embeddings``.
 
 Losses are means over a batch's targets; epoch and validation losses are means over *all* targets (each batch
 weighted by its number of targets, the entries of ``batch.y`` that are not ``IGNORE_INDEX``), so perplexity =
@@ -22,123 +28,26 @@ import math
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
-from seqviz import default_device, set_seed
+from seqviz import default_device, evaluating, set_seed
 from seqviz._checks import IGNORE_INDEX
 from seqviz.data.batches import Batch
+from seqviz.schedules import SCHEDULE_NAMES, Constant, Schedule, StepDecay, WarmupCosine
+from seqviz.steps import (MetricsFn, StepFn, StepOutput, accuracy, count_targets, default_step, detach_carry,
+                          lm_step)
 
 __all__ = [
-    "TrainConfig",
-    "Schedule",
-    "Constant",
-    "WarmupCosine",
-    "StepDecay",
-    "History",
-    "StepOutput",
-    "Trainer",
-    "default_step",
-    "count_targets",
-    "detach_carry",
-    "evaluate",
-    "perplexity",
+    "TrainConfig", "History", "Trainer", "evaluate", "perplexity",
+    "Schedule", "Constant", "WarmupCosine", "StepDecay",  # from seqviz.schedules
+    "StepOutput", "default_step", "lm_step", "accuracy", "count_targets", "detach_carry",  # from seqviz.steps
     "IGNORE_INDEX",
 ]
 
 _OPTIMIZERS = ("adamw", "adam", "sgd")
-
-
-class StepOutput(NamedTuple):
-    """What a training step returns: the scalar loss, the logits it computed (for metrics), the state to carry."""
-
-    loss: torch.Tensor
-    logits: torch.Tensor | None = None
-    carry: Any = None
-
-
-StepFn = Callable[[torch.nn.Module, Batch, Any], StepOutput]
-MetricsFn = Callable[[Batch, torch.Tensor], dict]
-
-
-# -- learning-rate schedules ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Schedule:
-    """The learning rate over a run: ``lr * factor(step, epoch, planned)``, after ``warmup`` steps of linear warm-up.
-
-    ``step`` counts optimizer steps from 0, ``epoch`` epochs from 0, ``planned`` is the run's length in steps (or
-    None when the data has no length and max_steps is unset).
-    """
-
-    warmup: int = 0  # steps of linear warm-up from lr/warmup to lr
-
-    def __post_init__(self) -> None:
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"{type(self).__name__}.warmup must be a non-negative integer (steps), got {self.warmup!r}")
-
-    needs_length = False  # True if the schedule must know the run's length
-
-    def __call__(self, step: int, epoch: int, planned: int | None) -> float:
-        if step < self.warmup:
-            return (step + 1) / self.warmup
-        return self.factor(step, epoch, planned)
-
-    def factor(self, step: int, epoch: int, planned: int | None) -> float:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Constant(Schedule):
-    """The same rate throughout (after the warm-up)."""
-
-    def factor(self, step: int, epoch: int, planned: int | None) -> float:
-        return 1.0
-
-
-@dataclass(frozen=True)
-class WarmupCosine(Schedule):
-    """Cosine decay from lr to ``final * lr`` at the last planned step (Loshchilov & Hutter 2017), after warm-up."""
-
-    final: float = 0.0  # the last step's rate, as a fraction of lr
-    needs_length = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 <= self.final <= 1.0:
-            raise ValueError(f"WarmupCosine.final must be in [0, 1] (a fraction of lr), got {self.final!r}")
-
-    def factor(self, step: int, epoch: int, planned: int | None) -> float:
-        span = max(planned - self.warmup, 1)
-        progress = min((step - self.warmup) / span, 1.0)
-        return self.final + (1.0 - self.final) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-@dataclass(frozen=True)
-class StepDecay(Schedule):
-    """Multiply the rate by ``gamma`` every ``every`` epochs, from epoch ``start`` on (Zaremba et al. 2014's recipe)."""
-
-    gamma: float = 0.5  # factor per decay
-    every: int = 1  # epochs between decays
-    start: int = 1  # the first epoch (counted from 0) trained at the decayed rate
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"StepDecay.gamma must be in (0, 1], got {self.gamma!r}")
-        for name in ("every", "start"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "every" else 0):
-                raise ValueError(f"StepDecay.{name} must be a {'positive' if name == 'every' else 'non-negative'} "
-                                 f"int (epochs), got {v!r}")
-
-    def factor(self, step: int, epoch: int, planned: int | None) -> float:
-        decays = 0 if epoch < self.start else (epoch - self.start) // self.every + 1
-        return self.gamma ** decays
-
-
-_SCHEDULE_NAMES = {"constant": Constant, "cosine": WarmupCosine}
 
 
 @dataclass
@@ -148,11 +57,12 @@ class TrainConfig:
     epochs: int = 1  # passes over train_data
     max_steps: int | None = None  # stop after this many optimizer steps in total (None = no limit)
     lr: float = 1e-3  # peak learning rate; the schedule scales it
-    weight_decay: float = 0.0  # decoupled for AdamW, L2 for Adam/SGD
+    weight_decay: float = 0.0  # decoupled for AdamW, L2 for Adam/SGD; on weight matrices only (see decay_embeddings)
+    decay_embeddings: bool = False  # also decay nn.Embedding weights (and an output layer tied to them)
     clip: float | None = 1.0  # max global gradient norm (None = no clipping)
     eval_every: int | None = None  # evaluate every this many steps (None = once per epoch)
     patience: int | None = None  # stop after this many evaluations without a new best validation loss
-    seed: int = 0  # seeds python, numpy and torch at the start of fit() (dropout, initial state)
+    seed: int = 0  # seeds python, numpy and torch at the start of fit() (dropout; not a seqviz batcher's order)
     checkpoint: str | os.PathLike | None = None  # file for the best model's state_dict (None = do not save)
     progress: bool = True  # tqdm.auto progress bar with the running loss in the postfix
     optimizer: str = "adamw"  # "adamw", "adam" or "sgd"
@@ -180,15 +90,17 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if self.clip is not None and (not _is_real(self.clip) or not math.isfinite(self.clip) or self.clip <= 0):
             raise ValueError(f"TrainConfig.clip must be a number > 0 or None (no clipping), got {self.clip!r}")
+        if not isinstance(self.decay_embeddings, bool):
+            raise TypeError(f"TrainConfig.decay_embeddings must be True or False, got {self.decay_embeddings!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"TrainConfig.seed must be a non-negative integer, got {self.seed!r}")
         if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
             raise TypeError(f"TrainConfig.checkpoint must be a file path or None, got {type(self.checkpoint).__name__}")
         if isinstance(self.schedule, str):
-            if self.schedule not in _SCHEDULE_NAMES:
+            if self.schedule not in SCHEDULE_NAMES:
                 raise ValueError(f"TrainConfig.schedule must be a Schedule (Constant(), WarmupCosine(warmup=100), "
-                                 f"StepDecay(gamma=0.5)) or one of {tuple(_SCHEDULE_NAMES)}, got {self.schedule!r}")
-            self.schedule = _SCHEDULE_NAMES[self.schedule]()
+                                 f"StepDecay(gamma=0.5)) or one of {tuple(SCHEDULE_NAMES)}, got {self.schedule!r}")
+            self.schedule = SCHEDULE_NAMES[self.schedule]()
         if not isinstance(self.schedule, Schedule):
             raise TypeError(f"TrainConfig.schedule must be a Schedule such as Constant() or WarmupCosine(warmup=100), "
                             f"got {type(self.schedule).__name__}")
@@ -242,40 +154,6 @@ class History:
         return self.targets / self.seconds if self.seconds > 0 else float("nan")
 
 
-def default_step(model: torch.nn.Module, batch: Batch, carry: Any = None) -> StepOutput:
-    """The LM interface: ``model(batch.x, batch.y[, mask=batch.mask]) -> (logits, loss)``; no state is carried."""
-    out = model(batch.x, batch.y) if batch.mask is None else model(batch.x, batch.y, mask=batch.mask)
-    if not isinstance(out, tuple) or len(out) != 2 or not torch.is_tensor(out[1]):
-        raise TypeError(
-            "the default step expects model(x, y) to return (logits, loss) with a tensor loss; "
-            "pass targets in the batch, or give Trainer a step(model, batch, carry) -> StepOutput(loss, logits, carry)"
-        )
-    return StepOutput(out[1], out[0], None)
-
-
-def count_targets(batch: Batch) -> int:
-    """Number of targets in a batch: entries of ``batch.y`` that are not ``IGNORE_INDEX`` (-100)."""
-    target = batch.y
-    if not torch.is_tensor(target):
-        raise TypeError(f"batch.y should be the target tensor, got {type(target).__name__}")
-    if target.dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
-        return int((target != IGNORE_INDEX).sum())
-    return target.numel()
-
-
-def detach_carry(carry: Any) -> Any:
-    """Detach every tensor inside nested tuples / lists / dicts (truncated BPTT: keep values, cut the graph)."""
-    if torch.is_tensor(carry):
-        return carry.detach()
-    if isinstance(carry, tuple) and hasattr(carry, "_fields"):  # namedtuple
-        return type(carry)(*(detach_carry(c) for c in carry))
-    if isinstance(carry, (tuple, list)):
-        return type(carry)(detach_carry(c) for c in carry)
-    if isinstance(carry, dict):
-        return {k: detach_carry(v) for k, v in carry.items()}
-    return carry
-
-
 def _run_step(step: StepFn, model: torch.nn.Module, batch: Batch, carry: Any) -> StepOutput:
     out = step(model, batch, carry)
     if not isinstance(out, StepOutput):
@@ -295,36 +173,31 @@ def evaluate(
 ) -> dict:
     """Mean loss over all targets of ``data``, its perplexity, and metrics (sum / count over all batches).
 
-    Runs under ``torch.no_grad()`` in eval mode, restores the model's previous mode, starts with ``carry=None``,
-    and runs the model once per batch: metrics read the step's own logits. Returns
+    Runs under ``torch.no_grad()`` in eval mode (``seqviz.evaluating``: the model's own mode comes back after),
+    starts with ``carry=None``, and runs the model once per batch: metrics read the step's own logits. Returns
     ``{"loss", "perplexity", "targets", **metrics}``.
     """
     step = step or default_step
     count = count or count_targets
     _check_reiterable(data, "data")
-    was_training = model.training
     device = _model_device(model)
-    model.eval()
     total, n, carry = 0.0, 0, None
     sums: dict[str, list[float]] = {}
-    try:
-        with torch.no_grad():
-            for batch in data:
-                batch = _to_device(_as_batch(batch), device)
-                out = _run_step(step, model, batch, carry)
-                carry = out.carry
-                k = count(batch)
-                total += float(out.loss) * k
-                n += k
-                if metrics is not None:
-                    if out.logits is None:
-                        raise ValueError("metrics need the step's logits: return StepOutput(loss, logits, carry)")
-                    for name, (s, c) in metrics(batch, out.logits).items():
-                        acc = sums.setdefault(name, [0.0, 0.0])
-                        acc[0] += float(s)
-                        acc[1] += float(c)
-    finally:
-        model.train(was_training)
+    with evaluating(model), torch.no_grad():
+        for batch in data:
+            batch = _to_device(_as_batch(batch), device)
+            out = _run_step(step, model, batch, carry)
+            carry = out.carry
+            k = count(batch)
+            total += float(out.loss) * k
+            n += k
+            if metrics is not None:
+                if out.logits is None:
+                    raise ValueError("metrics need the step's logits: return StepOutput(loss, logits, carry)")
+                for name, (s, c) in metrics(batch, out.logits).items():
+                    acc = sums.setdefault(name, [0.0, 0.0])
+                    acc[0] += float(s)
+                    acc[1] += float(c)
     if n == 0:
         raise ValueError("evaluation data yielded no targets: pass a non-empty list / DataLoader of batches")
     mean = total / n
@@ -348,6 +221,7 @@ class Trainer:
     stops the run with an error naming ``TrainConfig.schedule``. ``count(batch) -> int`` gives a batch's number of
     targets, the weight of its mean loss in epoch and validation means (default :func:`count_targets`). With
     ``config.checkpoint`` set, the best model by validation loss is saved; ``load_checkpoint()`` puts it back.
+    ``optimizer`` is None until ``fit()`` builds it (see there).
     """
 
     def __init__(
@@ -389,7 +263,7 @@ class Trainer:
         self.callbacks = tuple(callbacks)
         self.count = count or count_targets
         self.should_stop = False
-        self.optimizer = _make_optimizer(config, model)
+        self.optimizer: torch.optim.Optimizer | None = None  # built by fit(), on the device it trains on
         self.history = History()
 
     # -- evaluation -------------------------------------------------------------------------------------------
@@ -412,10 +286,15 @@ class Trainer:
     def fit(self) -> History:
         """Train for ``config.epochs`` (or ``config.max_steps``), evaluating and early-stopping as configured.
 
-        Each call seeds with ``config.seed`` and records a new ``History`` (also kept as ``self.history``).
+        Each call is a new run: seeded with ``config.seed``, a new ``History`` (also kept as ``self.history``), the
+        schedule from its first step, and a new optimizer, built after the model has moved to the device it trains
+        on (as minGPT does), so Adam's moments start from zero again; only the model's weights carry over from an
+        earlier fit(). A model fit() moved goes back to where it was at the end; ``self.optimizer`` (and its state)
+        stays on the training device, where the next fit() replaces it.
         """
         home = _model_device(self.model)
-        self._move(self.config.resolved_device(self.model))
+        self.model.to(self.config.resolved_device(self.model))
+        self.optimizer = _make_optimizer(self.config, self.model)
         try:
             self._start_run()
             for epoch in range(self.config.epochs):
@@ -428,33 +307,14 @@ class Trainer:
                 self._bar.close()
             if getattr(self, "_t0", None) is not None:
                 self.history.seconds += time.perf_counter() - self._t0
-            self._move(home)  # the model (and the optimizer's state) come back to where they were
+            self.model.to(home)  # the cells after training find the model where they left it
         return self.history
-
-    def _move(self, device: torch.device) -> None:
-        """Put the model and the optimizer's state (Adam's moments) on ``device``; nothing happens if already there."""
-        if _model_device(self.model) == device:
-            return
-        before = list(self.model.parameters())
-        self.model.to(device)  # CPU <-> CUDA swaps each Parameter's data in place; other moves may make new ones
-        after = list(self.model.parameters())
-        renamed = {id(old): new for old, new in zip(before, after) if old is not new}
-        if renamed:  # point the optimizer at the model's new Parameter objects, with their state
-            for group in self.optimizer.param_groups:
-                group["params"] = [renamed.get(id(p), p) for p in group["params"]]
-            for old in before:
-                if id(old) in renamed and old in self.optimizer.state:
-                    self.optimizer.state[renamed[id(old)]] = self.optimizer.state.pop(old)
-        for state in self.optimizer.state.values():
-            for key, value in state.items():
-                if torch.is_tensor(value) and value.device != device and value.dim() > 0:
-                    state[key] = value.to(device)
 
     def _start_run(self) -> None:
         """A new History, the seed, the planned length (for the schedule and the progress bar)."""
         cfg = self.config
         self._bar = self._t0 = None
-        self.history = History()  # every fit() is a new run (the optimizer keeps its state)
+        self.history = History()  # every fit() is a new run
         set_seed(cfg.seed)
         self._t0 = time.perf_counter()
         self.should_stop = self._done = self._out_of_patience = False
@@ -475,6 +335,8 @@ class Trainer:
         carry, ep_total, ep_n = None, 0.0, 0
         device = _model_device(self.model)
         self.model.train()
+        if callable(getattr(self.train_data, "set_epoch", None)):
+            self.train_data.set_epoch(epoch)  # the batcher's order: a function of (its seed, epoch) only
         for batch in self.train_data:
             batch = _to_device(_as_batch(batch), device)
             value, carry = self._train_step(batch, carry, epoch)
@@ -567,8 +429,8 @@ class Trainer:
     def _save(self, record: dict) -> None:
         if self.config.checkpoint is None:
             return
-        state = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
-        torch.save({"model": state, **record}, self.config.checkpoint)
+        weights = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+        torch.save({"model": weights, **record}, self.config.checkpoint)
 
     def _emit(self, event: str, info: dict) -> None:
         for cb in self.callbacks:
@@ -580,14 +442,28 @@ def _is_real(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _param_groups(model: torch.nn.Module, weight_decay: float, decay_embeddings: bool) -> list[dict]:
+    """Two parameter groups, the usual rule (minGPT, nanoGPT): weight decay on weight matrices (2 or more dimensions);
+    none on biases and LayerNorm gains, nor on ``nn.Embedding`` weights (an output layer tied to one is the same
+    tensor) unless ``decay_embeddings``. A parameter shared by two modules is listed once."""
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    decay, keep = [], []
+    for p in model.parameters():
+        if p.requires_grad:
+            matrix = p.dim() >= 2 and (decay_embeddings or id(p) not in embeddings)
+            (decay if matrix else keep).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
+
+
 def _make_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    params = [p for p in model.parameters() if p.requires_grad]
+    groups = _param_groups(model, cfg.weight_decay, cfg.decay_embeddings)
+    groups = [g for g in groups if g["params"]]
     name = cfg.optimizer.lower()
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.AdamW(groups, lr=cfg.lr)
     if name == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(groups, lr=cfg.lr)
+    return torch.optim.SGD(groups, lr=cfg.lr)
 
 
 def _check_reiterable(data: Any, name: str) -> None:

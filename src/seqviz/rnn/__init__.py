@@ -14,6 +14,7 @@ Read in this order:
 - `labeling`  RecurrentEncoder, RNNTagger and RNNClassifier (last / mean / max pooling, 9.17) with padding masks
 
 Batches come from `seqviz.data` (`sentence_stream`, `lm_batches`, `PaddedBatches`); each is a `Batch(x, y, mask)`.
+The trainer's step function for these LMs (`lm_step`) and the tagger's metric (`accuracy`) live with the trainer.
 
 Shapes, batch first: B batch, T time, d_in input width, d_h hidden width, L layers, K directions (1 or 2),
 V vocabulary size (the matrix V is the output layer; the context tells which is meant).
@@ -22,14 +23,14 @@ V vocabulary size (the matrix V is the output layer; the context tells which is 
 from seqviz._checks import IGNORE_INDEX
 from .bptt import BPTTGrads, elman_bptt, grad_norm_by_distance, lm_grad_norm_by_distance, rnnlm_manual_gradients
 from .elman import ElmanCell, ElmanRNN
-from .labeling import RecurrentEncoder, RNNClassifier, RNNClassifierConfig, RNNTagger, RNNTaggerConfig, accuracy
+from .labeling import RecurrentEncoder, RNNClassifier, RNNClassifierConfig, RNNTagger, RNNTaggerConfig
 from .layer import RecurrentLayer, State, map_state, scan, state_h
-from .lm import RNNLM, RecurrentLM, RecurrentLMConfig, RNNLMConfig, lm_step
+from .lm import RNNLM, RecurrentLM, RecurrentLMConfig, RNNLMConfig
 
 __all__ = [
     "IGNORE_INDEX",
     "State", "scan", "RecurrentLayer", "map_state", "state_h", "ElmanCell", "ElmanRNN",
     "BPTTGrads", "elman_bptt", "rnnlm_manual_gradients", "grad_norm_by_distance", "lm_grad_norm_by_distance",
-    "RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM", "lm_step",
-    "RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy",
+    "RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM",
+    "RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier",
 ]

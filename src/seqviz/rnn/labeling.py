@@ -1,5 +1,6 @@
 """Sequence labeling (one label per token) and sequence classification (one label per sequence, from the last state
-or a pooling of all states, 9.17), with padding masks (the batches of seqviz.data.PaddedBatches); an accuracy metric.
+or a pooling of all states, 9.17), with padding masks (the batches of seqviz.data.PaddedBatches). Their accuracy
+metric for the trainer, ``accuracy``, lives with the trainer (models never import it).
 
 Shapes: B batch, T time, d_emb, d_h, d_out (2 d_h for a concatenated bidirectional RNN), L layers, K directions.
 """
@@ -11,14 +12,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqviz.data import Batch
-
 from seqviz._checks import (IGNORE_INDEX, _IMPLS, _MERGES, _NONLINEARITIES, _check_choice, _check_ids, _check_positive,
                       _check_targets)
 from .elman import ElmanRNN
 from .layer import RecurrentLayer, State, state_h
 
-__all__ = ["RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier", "accuracy"]
+__all__ = ["RecurrentEncoder", "RNNTaggerConfig", "RNNTagger", "RNNClassifierConfig", "RNNClassifier"]
 
 
 class RecurrentEncoder(nn.Module):
@@ -209,19 +208,3 @@ class RNNClassifier(nn.Module):
             _check_targets(targets, (idx.shape[0],), self.config.num_classes)
             loss = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
         return logits, loss
-
-
-def accuracy(batch: Batch, logits: Tensor) -> dict[str, tuple[float, int]]:
-    """Trainer metric: {"accuracy": (correct, count)} from a step's logits, over the targets that count.
-
-    Tagging (logits (B, T, n)): real tokens only (batch.mask, and y != IGNORE_INDEX); classification (logits
-    (B, n)): every sequence whose label is not IGNORE_INDEX.
-    """
-    pred = logits.argmax(-1)                                                      # (B, T) or (B,)
-    if pred.shape != batch.y.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} do not fit targets {tuple(batch.y.shape)}: accuracy "
-                         f"needs (B, T, n) logits for (B, T) tags, or (B, n) for (B,) labels")
-    keep = batch.y != IGNORE_INDEX                                                # (B, T) or (B,)
-    if pred.dim() == 2 and batch.mask is not None:
-        keep = keep & batch.mask                                                  # real tokens only
-    return {"accuracy": (float((pred == batch.y)[keep].sum()), int(keep.sum()))}

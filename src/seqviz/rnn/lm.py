@@ -1,6 +1,6 @@
 """Recurrent language models, SLP (9.6-9.8) with weight tying (9.14-9.16): a generic ``RecurrentLM`` over any
-``RecurrentLayer`` (stateful forward for truncated BPTT, incremental ``step`` for decoding), the Elman ``RNNLM``,
-and the trainer step for the contiguous windows of ``seqviz.data.lm_batches``.
+``RecurrentLayer`` (stateful forward for truncated BPTT, incremental ``step`` for decoding) and the Elman ``RNNLM``.
+The trainer's step function for these models, ``lm_step``, lives with the trainer (models never import it).
 
 Shapes: B batch, T time, d_emb, d_h, L layers, V vocabulary.
 """
@@ -8,21 +8,19 @@ Shapes: B batch, T time, d_emb, d_h, L layers, V vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqviz.data import Batch
 from seqviz.decode import next_token_logits_by_step
-from seqviz.train import StepOutput
 
 from seqviz._checks import IGNORE_INDEX, _IMPLS, _NONLINEARITIES, _check_choice, _check_ids, _check_positive, _check_targets
 from .elman import ElmanRNN
-from .layer import RecurrentLayer, State, map_state, state_h
+from .layer import RecurrentLayer, State, map_state
 
-__all__ = ["RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM", "lm_step"]
+__all__ = ["RecurrentLMConfig", "RecurrentLM", "RNNLMConfig", "RNNLM"]
 
 
 @dataclass
@@ -153,19 +151,3 @@ class RNNLM(RecurrentLM):
 
     def build_layer(self, c: RNNLMConfig) -> ElmanRNN:
         return ElmanRNN(c.d_emb, c.d_h, c.num_layers, nonlinearity=c.nonlinearity, impl=c.impl)
-
-
-def lm_step(stateful: bool) -> Callable:
-    """A trainer step for a RecurrentLM over contiguous windows (seqviz.data.lm_batches / StreamBatcher):
-    ``step(model, batch, carry) -> StepOutput(loss, logits, carry)``.
-
-    stateful=True carries the final state into the next window (the trainer detaches it: truncated BPTT);
-    stateful=False starts every window from the initial state, forgetting everything before it.
-    """
-    def step(model: RecurrentLM, batch: Batch, carry) -> StepOutput:
-        state = carry if stateful else None
-        if state is not None and state_h(state).shape[1] != batch.x.shape[0]:
-            state = None                                                          # batch size changed: restart
-        logits, loss, state_n = model(batch.x, batch.y, state=state, return_state=True)
-        return StepOutput(loss, logits, state_n if stateful else None)
-    return step
