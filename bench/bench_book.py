@@ -5,9 +5,10 @@
     .venv/bin/python bench/bench_book.py --notebooks notebooks/03_rnn.ipynb
     .venv/bin/python bench/bench_book.py --inplace          # re-execute the chapters themselves, timing each
 
-Run time: wall and CPU seconds of ``jupyter nbconvert --execute`` on a temporary copy (the notebook in the repository is
-not touched; ``--inplace`` executes the notebook itself and keeps its outputs), kernel start and imports included, as a student pressing "Run all" meets it. CPU seconds are the
-children's user + system time, so on a loaded machine the wall time grows and the CPU time much less. Page weight:
+Run time: wall and CPU seconds of ``jupyter nbconvert --execute`` on a temporary copy (the notebook in the repository
+is not touched; ``--inplace`` executes the notebook itself and keeps its outputs), kernel start and imports included,
+as a student pressing "Run all" meets it. CPU seconds are the children's user + system time, so on a loaded machine
+the wall time grows and the CPU time much less. Page weight:
 the HTML file (which holds the widget state and the plots' text inline), the images it loads from ``_images``, and the
 widget state alone; the vendored JavaScript that every page shares is counted once, separately. The design's budget is
 2 MB a page.

@@ -15,21 +15,7 @@ Figures go to bench/results/lstm.json (date, CPU, cores, torch version), merged 
    per sentence predicted), beside KN5 141.2 and the published LSTM "small" of Zaremba et al. (2014), 114.5 (2 x 200,
    no dropout, 13 epochs of SGD); target here <= 120 for `full`.
 
-Status (bench/results/lstm.json, 2026-11-23, one thread of a 2-core machine beside other jobs, load 0.1-3):
-`full` (1 x 200, tied, dropout 0.2, 5 epochs of Adam, rate held two epochs then halved; chapter 3's Elman `full`
-with the LSTM as its recurrence) reaches test perplexity 114.8 (valid by epoch 194.1 / 147.4 / 130.6 / 123.6 /
-120.8) in 36 min at 2,133 tok/s on one thread: the target (<= 120) met, beside the Elman network's 128.5 trained the
-same way and Zaremba et al.'s 114.5. The idle machine's throughput, measured side by side for the 2 x 200 model
-(2,300 tok/s on one thread, 3,830 on two, batch 32; a throwaway measurement, not recorded in lstm.json), puts `full`
-(one layer, so faster) at about 15-20 min on 2 idle cores: an estimate, not a timing. `zaremba_small` (the same
-recipe with two layers) reached only 141.8: its valid perplexity trails the one-layer model's from the first epoch
-(249.0 vs 194.1) to the last (149.8 vs 120.8); five epochs of this schedule are far too few for the deeper model
-(Zaremba et al. trained 13). Most of the time goes to the 10k-way output layer (2 M multiply-adds a word against
-0.3 M for the LSTM layer); an adaptive softmax would cut it, and is not implemented.
-The `default` preset (1 x 128, one epoch) scores 208.7, level with the Elman `default` of bench_rnn.py (204.5): in one
-epoch on the full vocabulary the gates do not pay off yet. The throughput rows were timed beside other jobs: at
-V = 10,000 the scratch loop came out faster than the fused one (0.88x), within the noise of a shared machine (there
-the 10k-way output layer, 1.3 M multiply-adds a word against 0.13 M for the LSTM, dominates both).
+What the recorded runs showed (and what was tried): bench/README.md, section bench_lstm.py.
 """
 from __future__ import annotations
 
@@ -42,8 +28,7 @@ from _results import machine, read_results, write_results
 import seqviz
 from seqviz.data import Batch, Vocab, lm_batches, load_corpus, sentence_stream
 from seqviz.lstm import LSTMLM, LSTMLMConfig
-from seqviz.rnn import lm_step
-from seqviz.train import Constant, StepDecay, TrainConfig, Trainer, evaluate
+from seqviz.train import Constant, StepDecay, TrainConfig, Trainer, evaluate, lm_step
 
 PUBLISHED = [("KN 5-gram (Mikolov et al. 2011)", 141.2), ("RNN LM (Mikolov & Zweig 2012)", 124.7),
              ("LSTM, non-regularized small (Zaremba et al. 2014)", 114.5),

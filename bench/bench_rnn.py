@@ -26,8 +26,8 @@ from _results import machine, read_results, write_results
 
 import seqviz
 from seqviz.data import Batch, Vocab, lm_batches, load_corpus, sentence_stream
-from seqviz.rnn import RNNLM, RNNLMConfig, lm_step
-from seqviz.train import Constant, StepDecay, TrainConfig, Trainer, evaluate
+from seqviz.rnn import RNNLM, RNNLMConfig
+from seqviz.train import Constant, StepDecay, TrainConfig, Trainer, evaluate, lm_step
 
 PUBLISHED = [("KN 5-gram (Mikolov et al. 2011)", 141.2), ("RNN LM (Mikolov & Zweig 2012)", 124.7),
              ("LSTM, non-regularized small (Zaremba et al. 2014)", 114.5)]

@@ -6,7 +6,7 @@
                                                                  # the protocol, written to summarize_dev.json
 
 Protocol: ``load_corpus("bbc")`` (train 1,656 / test 226 articles); references are the test headlines. ROUGE-1/2/L
-F-measure x 100 (``seqviz.summarize.rouge``, equal to Google's rouge-score with its defaults, no stemmer), mean over
+F-measure x 100 (``seqviz.metrics.rouge``, equal to Google's rouge-score with its defaults, no stemmer), mean over
 the test articles. Baselines: ``lead-k`` (the body's first k words, k = the mean training headline length in words,
 rounded) and ``random sentence`` (one sentence of the body, uniformly, seed 0). Models: the package's small
 transformer LM (``PretrainConfig``: 2 layers, width 128, 4 heads, context 128, BPE vocabulary of ~2,100) trained on
@@ -20,15 +20,7 @@ Presets:
 - ``default``: 300 optimizer steps of 16 sequences for each of the four models (scratch / pretrained x summary / all).
 - ``full``: 1000 steps, scratch and pretrained with the summary-only loss, greedy and beam 4.
 
-Status (bench/results/summarize.json, both presets, 2026-11-23, one thread of a 2-core machine, load average 1-2,
-with the checkpoint pretrained for 5,000 steps): the goal is missed. lead-5 scores ROUGE-L 17.5; the best model,
-pretrained with the summary-only loss (``full``, greedy), 4.9: 12.5 points short. Pretraining now helps in both presets
-(default 3.8 vs 2.0 from scratch; full 4.9 vs 2.8) and the pretrained models write headline-shaped text (full, beam:
-"French economy slows in 2004"; greedy: "Elinese shares up in 2004", for "High fuel prices hit BA's profits"), but
-generic and often garbled: the same few headlines for many articles, few of the article's own words (the chapter
-measures both), where the lead copies the article's names outright. The loss on every token
-scored lower than the summary-only loss from either start. Beam search scored below greedy (why was not measured). What would change it: a larger model pretrained on far more text (the checkpoint has read about
-a million tokens), many more fine-tuning steps, a copy mechanism (See et al. 2017).
+What the recorded runs showed, and what would change them: bench/README.md, section bench_summarize.py.
 """
 from __future__ import annotations
 
@@ -44,8 +36,9 @@ from _results import machine, read_results, write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
+from seqviz.metrics import rouge_corpus  # noqa: E402
 from seqviz.summarize import (PretrainConfig, evaluate_rouge, finetune, headline_length, lead_baseline,  # noqa: E402
-                              load_pretrained, random_sentence_baseline, rouge_corpus)
+                              load_pretrained, random_sentence_baseline)
 from seqviz.transformer import TransformerLM  # noqa: E402
 
 PRESETS = {

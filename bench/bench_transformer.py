@@ -1,4 +1,4 @@
-"""Benchmark: the chapter-6 transformer LM on Shakespeare characters against a well-known minimal GPT's CPU recipe.
+"""Benchmark: chapter 6's transformer LM on Shakespeare characters against a minimal GPT's CPU recipe, and on PTB.
 
     .venv/bin/python bench/bench_transformer.py              # the protocol: reference + tuned rows (~9 min idle)
     .venv/bin/python bench/bench_transformer.py --ablation   # also what each trick is worth (+~20 min: 11 runs of 90 s)
@@ -9,84 +9,28 @@
     .venv/bin/python bench/bench_transformer.py --quick      # a smoke run: every time mark / 10, NOT the protocol
     .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB word-level rung (losses, not timings)
 
-Protocol (issue 12), fixed so the numbers compare: the ``shakespeare`` package's 42 ``texts/*_gut.txt`` files in
-sorted order, each read as text (universal newlines) and concatenated with no separator: 5,057,198 characters, 84
-symbols (both checked). The first int(0.9 N) characters train, the rest validate. Validation loss = mean
-cross-entropy per character over non-overlapping 64-character windows covering the whole validation split, every
-position counted (``seqviz.transformer.window_loss``). 2 threads. Training wall time excludes evaluation (the clock
-stops while the validation split is scored); the loss is printed when the training clock passes 30, 60, 90, 139 s,
-with parameters, training tokens/s and the process's peak resident memory.
+The protocol (issue 12, fixed so the numbers compare): the ``shakespeare`` package's 42 ``texts/*_gut.txt`` files in
+sorted order, each read as text and concatenated with no separator (5,057,198 characters, 84 symbols: both checked);
+the first int(0.9 N) characters train, the rest validate. Validation loss = mean cross-entropy per character over
+non-overlapping 64-character windows covering the whole validation split (``seqviz.transformer.window_loss``).
+2 threads. The training clock stops while the validation split is scored; the loss is printed when it passes 30, 60,
+90 and 139 s, with parameters, training tokens/s and the process's peak resident memory.
 
-Rows:
-- ``reference``: the minimal GPT's documented CPU configuration trained through our code: 4 layers, 4 heads, width
-  128, context 64, batch 12, 2,000 iterations, dropout 0, learning rate 1e-3 (its shakespeare-char recipe: 100 warm-up
-  iterations, cosine to 1e-4 at iteration 2,000, AdamW betas (0.9, 0.99), weight decay 0.1, clipping at 1, no biases,
-  pre-norm, GELU): 0.81M parameters. Published on this machine class: 2.03 at 90 s, 1.87 at 139 s.
-- ``tuned-90`` / ``tuned-139``: our chosen configuration (``TUNED`` below), the learning-rate schedule fitted to
-  the 90 s or the 139 s budget (one run each, since a cosine that ends at 139 s is still high at 90 s).
-- ``notebook``: the chapter's in-notebook preset (fixed steps, so the notebook is reproducible).
+Rows: ``reference``, the minimal GPT's documented CPU configuration (``REFERENCE``: 4 layers, 4 heads, width 128,
+context 64, batch 12, 2,000 iterations; 0.81M parameters) trained through our code, published on this machine class
+at 2.03 (90 s) and 1.87 (139 s); ``tuned-90`` / ``tuned-139``, our configuration ``TUNED`` with its schedule fitted
+to the 90 s or the 139 s budget; ``notebook``, the chapter's preset (fixed steps). ``--ablation`` trains ``TUNED``
+with one choice switched back at a time (``ABLATIONS``, 90 s each): its loss minus tuned-90's is what that choice is
+worth on this machine, throughput included.
 
-The chosen configuration, and why (the CPU budget is ~1.5-3M training characters, under one pass over the text, so
-the model must be small and every step must move many tokens):
-- 3 pre-norm layers of width 128 (4 heads, GELU, FFN 4x, 0.6M parameters): at this budget depth beyond 3 costs more
-  throughput than it gives; pre-norm tolerates the high learning rate that post-norm does not (the chapter shows it).
-- batch 32 x context 64: 2,048 tokens a step amortise the per-step overhead (the reference's 768-token steps are
-  dominated by it); context 64 is all the evaluation uses.
-- peak learning rate 4e-3, 50-step linear warm-up, cosine decay to 5 % of the peak exactly at the budget (time-based:
-  the schedule reads the training clock), AdamW (0.9, 0.95), weight decay 0.1, gradient clipping at 1.
-- the fused path: ``scaled_dot_product_attention`` and ``F.layer_norm`` on the same parameters (tested equal to the
-  scratch path), one matmul for Q, K, V; no biases; weight tying (E^T as output layer); GPT-2's initialisation
-  scheme (residual projections scaled by 1/sqrt(2L)) but from N(0, 0.05^2) instead of N(0, 0.02^2)
-  (``init_std``, ``INIT_STD``): with 0.02 a model this small spends its first few hundred steps with near-uniform
-  attention (scores ~0), which a 90 s budget cannot afford.
-- float32, no bf16 in ``TUNED``: machines of this class differ (some AVX2 only, where autocast emulates bfloat16
-  and is slower; some with AVX-512 BF16). On an AVX-512 BF16 one, autocast ran 1.19x the float32 steps per CPU
-  second in a side-by-side microbenchmark (one process, 1 thread, the tuned model; not recorded) and 1.12x in the
-  recorded ablation (647 steps in 90 s against tuned-90's 580); the ablation's last row, ``plus bf16 autocast``, says
-  what that is worth in loss at 90 s (it is skipped on CPUs without bfloat16 arithmetic).
-``--ablation`` measures each of these choices by switching it back, one at a time, at the 90 s budget: each row
-(``ablation`` in the results) is the tuned recipe with one thing changed, so its 90 s loss minus tuned-90's is what
-that choice is worth (positive: the choice helps) on this machine class, throughput effects included.
+``--ptb``: the decoder-only ``TransformerLM`` on Penn Treebank words (``PTB_PRESETS``; the 10k vocabulary and
+streams of ``bench_rnn.py``, 82,430 test targets), test and validation perplexity with ``sliding_loss`` (windows of
+64 every 32 words). Its rows carry ``corpus: "PTB"`` and a numeric ``test`` and the file carries the ``published``
+PTB figures, so the ladder (``seqviz.results.ladder``, the chapter recaps) draws them. A protocol run keeps the PTB
+rows and a ``--ptb`` run the protocol rows (``ptb_machine`` / ``protocol_machine`` say where each ran).
 
-PTB (``--ptb``): the decoder-only ``TransformerLM`` on Penn Treebank words, the chapter's rung of the perplexity
-ladder beside chapter 1's KN 5-gram, chapter 2's window model and the RNN/LSTM of chapters 3-4. The 10k vocabulary
-and streams are those of ``bench_rnn.py``/``bench_lstm.py`` (``sentence_stream``; ``<s>`` targets never scored, so
-every word and one ``</s>`` a sentence: 82,430 test targets). Preset ``ptb`` (``PTB_PRESETS``): 2 pre-norm layers
-of width 128, 4 heads, tied, dropout 0.1, context 64, 500 steps of 32 windows (about one pass), peak learning rate
-3e-3 with warm-up and cosine. Test and validation perplexity over the whole split with ``sliding_loss`` (windows of
-64 every 32 words, each target scored once with at least 32 words of context). Its rows carry ``corpus: "PTB"`` and
-a numeric ``test``, and the file carries the ``published`` PTB figures, so ``_results.ladder`` draws them. The two
-parts of the file come from separate runs: a protocol run keeps the PTB rows (``ptb_machine`` says where they ran),
-a ``--ptb`` run keeps the protocol rows (``protocol_machine``).
-
-How the initialisation was chosen while the machine was shared (wall-clock runs invalid): throughput ratios against
-the previous tuned recipe measured side by side in one process (alternating 5-step bursts, process CPU time, 1
-thread); each candidate then trained for the number of steps the idle machine reaches in 90 s (tuned-90's idle run:
-1,011 steps at 22,996 tok/s, times the ratio), with the cosine fitted to those steps, and scored with the protocol's
-evaluation. Validation loss at the 90 s step budget (1 thread; losses do not depend on load):
-
-    recipe (changes from the previous tuned one: 3 x 128, batch 32, lr 3e-3)      ratio  steps   loss
-    previous tuned (init 0.02), the idle protocol run of 12:49                     1.00   1011   1.7769
-    init_std 0.05                                                                  1.01   1017   1.6943
-    init_std 0.09 (~1/sqrt(d_model))                                               1.00   1010   1.6980
-    init_std 0.05, lr 4e-3, AdamW betas (0.9, 0.95)  <- TUNED now                   1.00   1010   1.6894
-
-(one seed each: the last two rows differ by less than a second seed might move them; not measured.)
-    init_std 0.05, batch 64, lr 5e-3, AdamW betas (0.9, 0.95)                      0.90    452   1.7472
-
-Status: bench/results/transformer.json holds the protocol run of 2026-11-23 16:05 on an idle 2-core machine with
-the current ``TUNED``: 1.723 at 90 s (tuned-90) and 1.663 at 139 s (tuned-139), against the reference's 1.948 at
-90 s in the same run (published 2.03): it beats the reference at every mark but misses the goal (1.60 / 1.55).
-The ablation (18:38, ``--rows tuned-90 --ablation --threads 1 --clock cpu``: 90 s of one thread's CPU time per run,
-side by side, on a machine shared with other jobs) says what each choice is worth, as validation loss at the budget
-minus tuned-90's 1.796 (positive: switching the choice back hurts, so the choice helps): post-norm +0.41, the
-reference's learning rate 1e-3 +0.17, 4 layers +0.09, GPT-2's initialisation +0.09, a constant rate +0.08, no
-clipping +0.01, the scratch attention and LayerNorm +0.01 (the same model, 2 % slower); and three choices that do
-*not* help in this one-thread regime: 2 layers -0.08 (1.713: the smaller model takes 1.6x the steps), batch 12
--0.02, betas (0.9, 0.99) -0.01; bf16 autocast, not in TUNED, -0.02. So the closest the ablation came was 1.713 with
-2 layers on one thread, where tuned-90 scores 1.796; TUNED's 3 layers were chosen on two threads (the protocol),
-and whether 2 layers win there too is not measured. Next: a protocol run of 2 layers with bf16 on an idle machine.
-The gap to 1.60 (0.12 at 90 s) is more than any change that helped here was worth (the best, 2 layers, -0.08).
+Figures go to bench/results/transformer.json. Why ``TUNED`` is what it is, how its initialisation was chosen and
+what the recorded runs showed: bench/README.md, section bench_transformer.py.
 """
 from __future__ import annotations
 
@@ -133,7 +77,7 @@ class Recipe:
     extra: dict = field(default_factory=dict)
 
 
-INIT_STD = 0.05                            # the tuned initial-weight std (GPT-2: 0.02); see the docstring
+INIT_STD = 0.05                            # the tuned initial-weight std (GPT-2: 0.02); see bench/README.md
 REFERENCE = Recipe(dict(num_layers=4, num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre",
                         activation="gelu"), batch_size=12, context=64, lr=1e-3, warmup=100, final=0.1, iters=2000)
 TUNED = Recipe(dict(num_layers=3, num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre", activation="gelu",

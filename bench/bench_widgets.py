@@ -1,4 +1,4 @@
-"""Widget benchmarks, measured in the real browser (Debian chromium through Playwright); prints figures, asserts nothing.
+"""Widget benchmarks in the real browser (Debian chromium through Playwright): prints figures, asserts nothing.
 
 1. AttentionHeatmap with 12 layers x 12 heads x 128 tokens: Python preparation time and payload size, then in the
    browser the first render and the re-render after a selection change (layer/head select, one head and the
