@@ -172,15 +172,19 @@ def test_window_data_predicts_every_token_once_when_padded():
     assert X2.shape == (7, 3) and torch.equal(Y2, ids[3:])
 
 
-def test_window_batches_shuffle_every_pass_and_follow_the_seed():
+def test_window_batches_shuffle_every_epoch_and_follow_the_seed():
     ids = torch.arange(100)
     data = window_data(ids, 2, batch_size=16, shuffle=True, seed=5)
     assert len(data) == 7  # ceil(98 / 16)
     set_seed(123)  # the global random state plays no part
     first = torch.cat([b.y for b in data])
+    assert torch.equal(torch.cat([b.y for b in data]), first)  # the order is a function of (seed, epoch) only
+    data.set_epoch(1)                                          # what the trainer does at each epoch's start
     second = torch.cat([b.y for b in data])
     assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(2, 100))  # each window once per pass
     assert not torch.equal(first, second)  # a new order every epoch
+    data.set_epoch(0)
+    assert torch.equal(torch.cat([b.y for b in data]), first)
     again = window_data(ids, 2, batch_size=16, shuffle=True, seed=5)
     assert torch.equal(torch.cat([b.y for b in again]), first)  # the same order under the same seed
     for b in data:

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqviz import evaluating
 from seqviz._checks import _check_positive
 from seqviz.rnn import RecurrentLayer, RecurrentLM, RecurrentLMConfig, RNNClassifier, State
 
@@ -345,12 +346,8 @@ class LSTMLM(RecurrentLM):
         """Gate traces (one dataclass per layer, fields (B, T, d_h)) of the model reading idx (B, T), in eval mode."""
         from seqviz._checks import _check_ids
         _check_ids(idx, self.config.vocab_size)
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             return self.rnn.trace(self.E(idx), state)[2]
-        finally:
-            self.train(was_training)
 
 
 class GRULM(LSTMLM):

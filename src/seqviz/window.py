@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqviz import evaluating
 from seqviz._checks import _NONLINEARITIES
 
 __all__ = ["WindowConfig", "WindowLM"]
@@ -131,12 +132,8 @@ class WindowLM(nn.Module):
                 )
             ids = torch.cat([torch.full((n - ids.numel(),), int(pad_id), dtype=torch.long), ids.long()])
         window = ids[-n:].long().to(self.E.weight.device).reshape(1, n)  # (n,) -> (1, n)
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             logits, _ = self(window)  # (1, V)
-        finally:
-            self.train(was_training)
         return logits[0]  # (V,)
 
     # -- looking inside -------------------------------------------------------------------------------------------
