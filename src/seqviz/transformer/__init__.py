@@ -1,0 +1,24 @@
+"""Chapter 6: the transformer, block by block (SLP 3rd ed. draft, ch. 9, (9.40)-(9.48), §9.7-9.9).
+
+- `layers`  LayerNorm (9.42)-(9.45), multi-head attention (9.46)-(9.48) with its ``KVCache``, the feed-forward layer,
+            the block (9.40)-(9.41), learned and sinusoidal positions
+- `lm`      the decoder-only ``TransformerLM`` (causal, decoding through the cache; ``causal=False`` is the masked
+            LM, BERT) and the losses that score it on a long text (``window_loss``, ``sliding_loss``)
+- `encdec`  the ``EncoderDecoderTransformer`` and its decoder binding (``model.bind(src, mask)``)
+
+Everything public is importable from ``seqviz.transformer`` directly. The LM windows and BERT's corruption live in
+``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 6 imports them from here too.
+"""
+from seqviz.data.lm import mask_tokens, masked_windows, random_windows
+
+from .encdec import EncDecState, EncoderDecoderBinding, EncoderDecoderConfig, EncoderDecoderTransformer
+from .layers import (AttnOut, BlockCache, BlockOut, FeedForward, KVCache, LayerNorm, LearnedPositions,
+                     MultiHeadAttention, SinusoidalPositions, TransformerBlock, sinusoidal_encoding)
+from .layers import _check_base, _positive_int  # noqa: F401  (the positional widget checks its sliders with them)
+from .lm import DecodeState, TransformerConfig, TransformerLM, sliding_loss, window_loss
+
+__all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", "AttnOut", "FeedForward",
+           "TransformerBlock", "BlockCache", "BlockOut", "LearnedPositions", "SinusoidalPositions",
+           "TransformerConfig", "TransformerLM", "DecodeState", "window_loss", "sliding_loss",
+           "EncoderDecoderConfig", "EncoderDecoderTransformer", "EncDecState", "EncoderDecoderBinding",
+           "mask_tokens", "masked_windows", "random_windows"]
