@@ -260,7 +260,7 @@ SOURCES = sources()
 
 def test_the_scan_reads_the_book_and_the_package():
     names = {n for n, _ in SOURCES}
-    assert {"notebooks/01_ngrams.ipynb", "notebooks/02_fixed_window.ipynb", "src/seqviz/ngram.py"} <= names
+    assert {"notebooks/01_ngrams.ipynb", "notebooks/02_fixed_window.ipynb", "src/seqviz/ngram/scratch.py"} <= names
     assert sum(len(citations(line)) for _, blocks in SOURCES for lines in blocks for line in lines) > 50
 
 
