@@ -1,0 +1,123 @@
+"""The copy summarizer's recipe and checkpoint: pretrain on gap-sentence pairs of the training bodies, fine-tune on
+the training (article, headline) pairs, store float16 with a SHA-256 that loading checks (``make copy-summarizer``).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqviz.summarize.copy_models import CopyConfig, build_copy_model
+from seqviz.summarize.pairs import CopyBatches, encode_pairs, gap_sentence_pairs, headline_pairs
+from seqviz.summarize.words import WordTokenizer
+
+__all__ = ["CopyRecipe", "train_copy_summarizer", "save_copy_summarizer", "load_copy_summarizer",
+           "COPY_CHECKPOINT", "COPY_SHA256"]
+
+COPY_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "bbc_copy.pt"
+COPY_SHA256 = None
+
+
+@dataclass
+class CopyRecipe:
+    """How the checkpoint is made. Only the training split is read."""
+
+    min_count: int = 5           # vocabulary: training words seen at least this often (about 9,600)
+    arch: str = "encdec"
+    d_model: int = 128
+    num_layers: int = 2
+    dropout: float = 0.1
+    max_source: int = 80
+    max_summary: int = 16
+    gap_max_summary: int = 32    # gap-sentence targets are longer than headlines
+    pretrain_steps: int = 4000   # on gap-sentence pairs
+    finetune_steps: int = 250    # on (article, headline) pairs
+    batch_size: int = 32
+    lr: float = 1e-3
+    warmup: int = 100
+    seed: int = 0
+
+    def model_config(self, vocab_size: int, copy: bool = True) -> CopyConfig:
+        return CopyConfig(vocab_size, arch=self.arch, copy=copy, d_model=self.d_model, num_layers=self.num_layers,
+                          dropout=self.dropout, max_source=self.max_source, max_summary=self.max_summary)
+
+
+def _fit(model, pairs, steps: int, recipe: CopyRecipe, pad_id: int, progress: bool, warmup: int):
+    from seqviz.train import Trainer, TrainConfig, WarmupCosine
+
+    batches = CopyBatches(pairs, recipe.batch_size, pad_id, seed=recipe.seed)
+    epochs = -(-steps // len(batches))
+    cfg = TrainConfig(epochs=epochs, max_steps=steps, lr=recipe.lr, weight_decay=0.01, seed=recipe.seed,
+                      progress=progress, schedule=WarmupCosine(warmup=warmup), device=None)
+    return Trainer(model, cfg, batches).fit()
+
+
+def train_copy_summarizer(recipe: CopyRecipe | None = None, corpus=None, progress: bool = True,
+                          pretrain_pairs=None):
+    """Learn the vocabulary, pretrain on gap-sentence pairs of the training bodies (or ``pretrain_pairs``), fine-tune
+    on the training headlines: returns (model, tokenizer, info)."""
+    from seqviz.data import load_corpus
+
+    r = recipe or CopyRecipe()
+    corpus = corpus or load_corpus("bbc")
+    t0, c0 = time.perf_counter(), time.process_time()
+    tok = WordTokenizer.learn([a.body for a in corpus.train] + [a.headline for a in corpus.train], r.min_count)
+    torch.manual_seed(r.seed)
+    model = build_copy_model(r.model_config(len(tok)))
+    info = {"recipe": asdict(r), "vocab_size": len(tok)}
+    if r.pretrain_steps:
+        pre = pretrain_pairs if pretrain_pairs is not None else gap_sentence_pairs(corpus.train, r.max_source)
+        enc = encode_pairs(tok, pre, r.max_source, r.gap_max_summary)
+        hist = _fit(model, enc, r.pretrain_steps, r, tok.pad_id, progress, r.warmup)
+        info.update(pretrain_pairs=len(enc), pretrain_loss=float(np.mean(hist.step_loss[-100:])))
+    enc = encode_pairs(tok, headline_pairs(corpus.train), r.max_source, r.max_summary)
+    hist = _fit(model, enc, r.finetune_steps, r, tok.pad_id, progress, min(r.warmup, r.finetune_steps // 5 + 1))
+    info.update(finetune_loss=float(np.mean(hist.step_loss[-20:])), seconds=time.perf_counter() - t0,
+                cpu_seconds=time.process_time() - c0, threads=torch.get_num_threads())
+    return model.eval(), tok, info
+
+
+def save_copy_summarizer(model, tok: WordTokenizer, info: dict, path: str | Path = COPY_CHECKPOINT) -> str:
+    """Write the model in float16 (tied weights stored once), the vocabulary and the recipe; return the SHA-256."""
+    seen, state = set(), {}
+    for k, v in model.state_dict(keep_vars=True).items():
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        state[k] = v.detach().to("cpu", torch.float16)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    torch.save({"state": state, "tokenizer": tok.state(), "info": info}, buf)
+    path.write_bytes(buf.getvalue())
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def load_copy_summarizer(path: str | Path = COPY_CHECKPOINT, sha256: str | None = COPY_SHA256, device=None):
+    """(model in eval mode, tokenizer, info) after checking the file's SHA-256; ``weights_only=True``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no copy-summarizer checkpoint at {path}: rebuild it with `make copy-summarizer`")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise ValueError(f"{path} has SHA-256 {digest}, expected {sha256}: not the checkpoint this version of "
+                         f"seqviz was made with. Rebuild it with `make copy-summarizer` (and update COPY_SHA256), "
+                         f"or reinstall seqviz")
+    record = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    tok = WordTokenizer.from_state(record["tokenizer"])
+    recipe = CopyRecipe(**record["info"]["recipe"])
+    model = build_copy_model(recipe.model_config(len(tok)))
+    missing, unexpected = model.load_state_dict({k: v.float() for k, v in record["state"].items()}, strict=False)
+    # a tied tensor is stored once, under its first name; the model's other names for it are not missing
+    params = dict(model.named_parameters(remove_duplicate=False))
+    stored = {id(params[k]) for k in record["state"] if k in params}
+    tied = {k for k in missing if k in params and id(params[k]) in stored}
+    if unexpected or set(missing) - tied:
+        raise ValueError(f"checkpoint {path} does not fit the model: missing {missing}, unexpected {unexpected}")
+    return model.to(device or "cpu").eval(), tok, record["info"]

@@ -1,0 +1,152 @@
+"""Tests of chapter 7's copy mechanism, keep/drop labels, baselines and the swap test (issue 21)."""
+from __future__ import annotations
+
+import hashlib
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+import torch
+
+from seqviz.metrics import rouge_corpus
+from seqviz.summarize.baselines import (best_window_oracle, compression_oracle, copy_only_oracle, first_sentence,
+                                        lead_baseline)
+from seqviz.summarize.compress import keep_drop_labels, select_words
+from seqviz.summarize.pointer import CopyHead, CopyOut, copy_distribution, copy_target_logprob
+from seqviz.summarize.copy_models import CopyConfig, build_copy_model
+from seqviz.summarize.headlines import HeadlineRules, swap_test, write_headline
+from seqviz.summarize.words import WordTokenizer
+
+
+def _head_out(B=2, T=3, S=5, d=8, seed=0):
+    torch.manual_seed(seed)
+    head = CopyHead(d)
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[1, 3:] = False
+    return head(torch.randn(B, T, d), torch.randn(B, S, d), mask), mask
+
+
+def test_copy_mixture_sums_to_one_and_puts_weight_on_article_words():
+    out, mask = _head_out()
+    logits = torch.randn(2, 3, 10)
+    ext = torch.tensor([[1, 2, 10, 11, 2], [3, 10, 4, 0, 0]])                   # two article-only words in row 0
+    p = copy_distribution(logits, out, ext, n_ext=2)
+    assert p.shape == (2, 3, 12)
+    assert torch.allclose(p.sum(-1), torch.ones(2, 3), atol=1e-6)
+    assert (out.a[1, :, 3:] == 0).all()                                           # padding never gets copy weight
+    # an article-only word's probability is exactly its copy share
+    assert torch.allclose(p[0, :, 11], (1 - out.p_gen[0]) * out.a[0, :, 3])
+
+
+def test_p_gen_one_gives_exactly_the_vocabulary_distribution():
+    out, _ = _head_out()
+    logits = torch.randn(2, 3, 10)
+    ext = torch.tensor([[1, 2, 10, 11, 2], [3, 10, 4, 0, 0]])
+    p = copy_distribution(logits, CopyOut(out.a, out.c, torch.ones(2, 3)), ext, n_ext=2)
+    assert torch.equal(p[..., :10], logits.softmax(-1))
+    assert (p[..., 10:] == 0).all()
+
+
+def test_target_logprob_equals_the_full_distribution_at_the_targets():
+    out, _ = _head_out()
+    logits = torch.randn(2, 3, 10)
+    ext = torch.tensor([[1, 2, 10, 11, 2], [3, 10, 4, 0, 0]])
+    target = torch.tensor([[11, 2, 7], [10, -1, 4]])
+    lp = copy_target_logprob(logits, out, ext, target)
+    full = copy_distribution(logits, out, ext, 2).gather(-1, target.clamp(min=0)[..., None]).squeeze(-1).log()
+    assert torch.allclose(lp[target >= 0], full[target >= 0], atol=1e-6)
+    assert lp[1, 1] == 0                                                           # ignored position
+
+
+def _tiny_tok():
+    texts = ["the cat sat on the mat and the dog sat too"] * 3
+    return WordTokenizer.learn(texts, min_count=2)
+
+
+def test_a_name_absent_from_training_is_copied():
+    tok = _tiny_tok()
+    assert "schwarzenegger" not in tok.vocab
+    article = "schwarzenegger sat on the mat"
+    src = tok.encode_source(article, 20)
+    assert src.oovs == ["schwarzenegger"] and src.ext[0] == len(tok)
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=4, dropout=0.0))
+    x = torch.tensor([src.ext])
+    y = torch.tensor([tok.encode_target("Schwarzenegger sat", src.oovs, 4) + [tok.eos_id]])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(60):                                                            # learn to copy the first word
+        _, loss = model(x, y, torch.ones_like(x, dtype=torch.bool))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    ids = write_headline(model, tok, article, beam_size=1, max_words=2)
+    assert tok.words(ids, src.oovs)[0] == "schwarzenegger"
+    assert tok.detokenize(tok.words(ids, src.oovs), "Schwarzenegger sat on the mat").startswith("Schwarzenegger")
+
+
+def test_keep_drop_labels_on_hand_made_examples():
+    words, labels = keep_drop_labels("British Airways has blamed high fuel prices for a drop in profits.",
+                                     "High fuel prices hit BA's profits")
+    assert [w for w, l in zip(words, labels) if l] == ["high", "fuel", "prices", "profits."]
+    words, labels = keep_drop_labels("Japan's economy teetered on the brink.", "Japan narrowly escapes recession")
+    assert labels == [1, 0, 0, 0, 0, 0]                                            # "Japan's" holds the token japan
+    assert select_words(["a", "Big", "cat", "big"], [0.1, 0.9, 0.5, 0.8], 2) == "Big cat"
+
+
+def test_baselines_and_oracles_on_a_hand_made_article():
+    body = "Rod Eddington said the results were respectable. Fuel prices rose. BA profits fell sharply."
+    ref = "BA profits fell"
+    assert lead_baseline(body, 3) == "Rod Eddington said"
+    assert first_sentence(body) == "Rod Eddington said the results were respectable."
+    assert best_window_oracle(body, ref, 3) == "BA profits fell"
+    assert compression_oracle(body, ref) == "ba profits fell"
+    assert copy_only_oracle(body, "BA profits collapse", n_words=None) == "ba profits"
+
+
+def test_swap_test_reports_a_number():
+    r = swap_test(["ba profits fall", "japan in recession", "tobacco case thrown out"],
+                  ["BA profits fall", "Japan escapes recession", "Court rejects tobacco case"], seed=0)
+    assert r.own > r.swapped and r.changed == 1.0
+    same = swap_test(["same headline"] * 3, ["a b", "c d", "e f"])
+    assert same.changed == 0.0 and same.own == same.swapped
+
+
+def test_headline_rules_block_repeats_and_early_stop():
+    rules = HeadlineRules(None, block_ngram=2, min_words=4, eos_id=3)
+    assert rules.banned([5, 6, 5]) == {3, 6}                                       # "5 6" again, and </s> too early
+    assert HeadlineRules(None, 1).banned([5, 6]) == {5, 6}
+
+
+def test_bad_input_gets_clear_errors(tmp_path):
+    tok = _tiny_tok()
+    with pytest.raises(ValueError, match="empty"):
+        tok.encode_source("", 10)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tok.encode_source("zyx qwv", 10)
+    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=4))
+    with pytest.raises(ValueError, match="max_words"):
+        write_headline(model, tok, "the cat sat", max_words=5)
+
+
+def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):
+    from seqviz.summarize.copy_checkpoint import CopyRecipe, load_copy_summarizer, save_copy_summarizer
+
+    tok = _tiny_tok()
+    recipe = CopyRecipe(d_model=16, num_layers=1, max_source=20, max_summary=4)
+    torch.manual_seed(0)
+    model = build_copy_model(recipe.model_config(len(tok))).eval()
+    path = tmp_path / "copy.pt"
+    digest = save_copy_summarizer(model, tok, {"recipe": recipe.__dict__}, path)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    loaded, tok2, _ = load_copy_summarizer(path, digest)
+    assert not loaded.training and tok2.vocab.itos == tok.vocab.itos
+    assert loaded.net.E_src.weight is loaded.net.V.weight                          # the tie survives the round trip
+    x = torch.tensor([tok.encode_source("the cat sat on the mat", 20).ext])
+    y = torch.tensor([[5, 6, tok.eos_id]])
+    with torch.no_grad():
+        a, b = model(x, y)[1], loaded(x, y)[1]
+    assert abs(a.item() - b.item()) < 1e-2                                          # float16 storage
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_copy_summarizer(path, "0" * 64)
