@@ -1,4 +1,12 @@
-"""``python -m seqviz.summarize pretrain``: the command line of :func:`seqviz.summarize.pretraining.main`."""
-from seqviz.summarize.pretraining import main
+"""``python -m seqviz.summarize pretrain`` (the δ LM, :func:`seqviz.summarize.pretraining.main`) or
+``python -m seqviz.summarize copy`` (the copy summarizer, :func:`seqviz.summarize.copy_checkpoint.main`)."""
+import sys
 
-main()
+if sys.argv[1:2] == ["copy"]:
+    from seqviz.summarize.copy_checkpoint import main
+
+    main(sys.argv[2:])
+else:
+    from seqviz.summarize.pretraining import main
+
+    main()

@@ -36,7 +36,9 @@ class CopyRecipe:
     max_summary: int = 16
     gap_max_summary: int = 32    # gap-sentence targets are longer than headlines
     pretrain_steps: int = 4000   # on gap-sentence pairs
-    finetune_steps: int = 250    # on (article, headline) pairs
+    finetune_steps: int = 150    # on (article, headline) pairs: the validation ROUGE-L peaks at 100-150 steps, then
+                                 # falls as 2.2 M parameters memorise 1,656 headlines
+    finetune_warmup: int = 50
     batch_size: int = 32
     lr: float = 1e-3
     warmup: int = 100
@@ -76,7 +78,7 @@ def train_copy_summarizer(recipe: CopyRecipe | None = None, corpus=None, progres
         hist = _fit(model, enc, r.pretrain_steps, r, tok.pad_id, progress, r.warmup)
         info.update(pretrain_pairs=len(enc), pretrain_loss=float(np.mean(hist.step_loss[-100:])))
     enc = encode_pairs(tok, headline_pairs(corpus.train), r.max_source, r.max_summary)
-    hist = _fit(model, enc, r.finetune_steps, r, tok.pad_id, progress, min(r.warmup, r.finetune_steps // 5 + 1))
+    hist = _fit(model, enc, r.finetune_steps, r, tok.pad_id, progress, r.finetune_warmup)
     info.update(finetune_loss=float(np.mean(hist.step_loss[-20:])), seconds=time.perf_counter() - t0,
                 cpu_seconds=time.process_time() - c0, threads=torch.get_num_threads())
     return model.eval(), tok, info
@@ -121,3 +123,30 @@ def load_copy_summarizer(path: str | Path = COPY_CHECKPOINT, sha256: str | None 
     if unexpected or set(missing) - tied:
         raise ValueError(f"checkpoint {path} does not fit the model: missing {missing}, unexpected {unexpected}")
     return model.to(device or "cpu").eval(), tok, record["info"]
+
+
+def main(argv=None) -> None:
+    """``python -m seqviz.summarize copy``: remake the copy summarizer by :class:`CopyRecipe` on one thread
+    (what ``make copy-summarizer`` runs) and print its SHA-256 for ``COPY_SHA256``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m seqviz.summarize copy", description=main.__doc__)
+    p.add_argument("--pretrain-steps", type=int, default=CopyRecipe.pretrain_steps)
+    p.add_argument("--finetune-steps", type=int, default=CopyRecipe.finetune_steps)
+    p.add_argument("--out", default=str(COPY_CHECKPOINT))
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model, tok, info = train_copy_summarizer(CopyRecipe(pretrain_steps=args.pretrain_steps,
+                                                        finetune_steps=args.finetune_steps), progress=False)
+    digest = save_copy_summarizer(model, tok, info, args.out)
+    n = sum(p.numel() for p in model.parameters())
+    print(f"vocabulary {info['vocab_size']:,} words, {n:,} parameters; {info.get('pretrain_pairs', 0):,} gap-sentence "
+          f"pairs, pretraining loss {info.get('pretrain_loss', float('nan')):.3f}, fine-tuning loss "
+          f"{info['finetune_loss']:.3f}; {info['seconds']:.0f} s wall, {info['cpu_seconds']:.0f} s CPU on "
+          f"{info['threads']} thread(s)")
+    print(f"wrote {args.out} ({Path(args.out).stat().st_size / 1e6:.2f} MB), SHA-256 {digest}")
+
+
+if __name__ == "__main__":
+    main()
