@@ -444,3 +444,103 @@ def test_suppressed_tokens_are_never_generated():
         generate(model, [2], 3, suppress_ids=[23])
     with pytest.raises(ValueError, match="leave no token"):
         generate(lambda c: torch.tensor([0.0, -math.inf]), [0], 3, suppress_ids=[0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# beam_search(..., trace=True): every step's candidates, kept / pruned / finished, and greedy's path
+
+from seqviz.decode import STATUSES, BeamTrace  # noqa: E402
+
+
+def _check_trace_against_the_scores(tr: BeamTrace, score_fn, prompt):
+    """Recompute every candidate of the trace from the score function alone: parents, log-probs, the 2k per row,
+    and the pruning rule (no pruned candidate outranks a kept or finished one of its step)."""
+    k, a = tr.beam_size, tr.length_penalty
+    live = [[]]                                                               # ids of the live hypotheses
+    live_lp = [0.0]
+    for t, cands in enumerate(tr.steps):
+        assert cands and {c.status for c in cands} <= set(STATUSES)
+        assert sum(c.status == "kept" for c in cands) <= k
+        per_row = {}
+        for c in cands:
+            assert 0 <= c.parent < len(live)
+            logp = torch.log_softmax(_scores(score_fn(prompt + live[c.parent])), 0)
+            assert math.isclose(c.token_logprob, float(logp[c.token]), abs_tol=1e-9)
+            assert math.isclose(c.logprob, live_lp[c.parent] + c.token_logprob, abs_tol=1e-9)
+            per_row.setdefault(c.parent, []).append(c.token)
+            assert (c.status == "finished") == (tr.stop_id is not None and c.token == tr.stop_id
+                                                and c.status != "pruned")
+        for row, toks in per_row.items():                                     # each row proposes its 2k best
+            logp = torch.log_softmax(_scores(score_fn(prompt + live[row])), 0)
+            best = torch.topk(logp, min(2 * k, len(logp))).values
+            best = best[torch.isfinite(best)]                                 # a -inf token is never proposed
+            assert len(toks) == len(best) and sorted(float(logp[i]) for i in toks) == sorted(best.tolist())
+        ranks = [c.logprob / (t + 1) ** a for c in cands]
+        assert ranks == sorted(ranks, reverse=True)                           # best ranked first
+        reached = [r for r, c in zip(ranks, cands) if c.status != "pruned"]
+        pruned = [r for r, c in zip(ranks, cands) if c.status == "pruned"]
+        assert not pruned or min(reached) >= max(pruned)
+        kept = [i for i, c in enumerate(cands) if c.status == "kept"]
+        assert [tr.ids(t, i) for i in kept] == [live[cands[i].parent] + [cands[i].token] for i in kept]
+        live = [live[cands[i].parent] + [cands[i].token] for i in kept]
+        live_lp = [cands[i].logprob for i in kept]
+
+
+@pytest.mark.parametrize("beam_size", [1, 2, 3, 5])
+@pytest.mark.parametrize("stop_id,length_penalty", [(None, 0.0), (3, 0.0), (3, 1.0), (5, 0.6)])
+def test_trace_records_the_search_and_changes_nothing(beam_size, stop_id, length_penalty):
+    for seed in range(3):
+        f = _random_scorer(seed=seed, blocked=[8])
+        plain = beam_search(f, [1, 2], beam_size, 7, stop_id=stop_id, length_penalty=length_penalty)
+        out, tr = beam_search(f, [1, 2], beam_size, 7, stop_id=stop_id, length_penalty=length_penalty, trace=True)
+        _same_beams(out, plain)
+        assert isinstance(tr, BeamTrace) and tr.hypotheses == tuple((tuple(i), lp) for i, lp in plain)
+        assert (tr.prompt_ids, tr.beam_size, tr.stop_id, tr.max_new_tokens) == ((1, 2), beam_size, stop_id, 7)
+        _check_trace_against_the_scores(tr, f, [1, 2])
+        # every returned hypothesis is a kept or finished candidate of the trace (or kept at the last step)
+        reached = {tuple(tr.ids(t, i)): c.logprob for t, cs in enumerate(tr.steps) for i, c in enumerate(cs)
+                   if c.status != "pruned"}
+        for ids, lp in plain:
+            assert reached[tuple(ids)] == lp
+            assert math.isclose(tr.rank(lp, len(ids)), lp / len(ids) ** length_penalty)
+
+
+def test_trace_of_the_seed_example_shows_greedy_and_beam_part_ways():
+    from seqviz.worked_examples import SeedBeamScorer
+
+    toy = SeedBeamScorer()
+    out, tr = beam_search(toy.next_token_logits, [toy.bos], 3, 6, stop_id=toy.eos, trace=True, with_greedy=True)
+    assert toy.decode(out[0][0]) == "How are you </s>"
+    greedy = [tok for tok, _ in tr.greedy]
+    assert toy.decode(greedy) == "How will you </s>"
+    assert greedy == generate(toy.next_token_logits, [toy.bos], 6, greedy=True, stop_id=toy.eos)
+    assert math.isclose(math.exp(sum(lp for _, lp in tr.greedy)), 0.75 * 0.36 * 0.08 * 0.5, rel_tol=1e-12)
+    # step 1 keeps How, What, You (75%, 3%, 1%); at step 2 the beam holds "How will", "How are", "How do"
+    assert [toy.itos[c.token] for c in tr.kept(0)] == ["How", "What", "You"]
+    assert [toy.decode(tr.ids(1, tr.steps[1].index(c))) for c in tr.kept(1)] == ["How will", "How are", "How do"]
+    # "How are you </s>" finishes at step 4, with probability 6%
+    fin = [(toy.decode(tr.ids(3, i)), math.exp(c.logprob)) for i, c in enumerate(tr.steps[3])
+           if c.status == "finished"]
+    assert fin[0][0] == "How are you </s>" and math.isclose(fin[0][1], 0.06048, rel_tol=1e-9)
+    _check_trace_against_the_scores(tr, toy.next_token_logits, [toy.bos])
+
+
+def test_trace_through_a_stateful_model_equals_the_score_function_trace():
+    model = _tiny_rnn_lm(dropout=0.3).train()
+    before = dict(vars(model))
+    out, tr = beam_search(model, [2, 5], 3, 6, stop_id=7, length_penalty=0.7, trace=True, with_greedy=True)
+    out2, tr2 = beam_search(model.next_token_logits, [2, 5], 3, 6, stop_id=7, length_penalty=0.7, trace=True,
+                            with_greedy=True)
+    _same_beams(out, out2)
+    assert [[(c.parent, c.token, c.status) for c in s] for s in tr.steps] == \
+        [[(c.parent, c.token, c.status) for c in s] for s in tr2.steps]
+    assert [t for t, _ in tr.greedy] == generate(model, [2, 5], 6, greedy=True, stop_id=7)
+    assert model.training and vars(model).keys() == before.keys()              # returned, never stashed
+
+
+def test_trace_arguments():
+    f = _bigram_score_fn()
+    with pytest.raises(ValueError, match="with_greedy=True .* trace=True"):
+        beam_search(f, [0], 2, 3, with_greedy=True)
+    out, tr = beam_search(f, [0], 2, 3, trace=True)
+    assert tr.greedy is None and len(tr.steps) == 3 and isinstance(out, list)

@@ -23,6 +23,7 @@ softmax(z / T) is p^(1/T) renormalised.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -32,7 +33,8 @@ from seqviz import evaluating
 from seqviz._checks import check_temperature as _check_temperature
 
 __all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "next_token_logits_by_step",
-           "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search"]
+           "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search", "BeamCandidate",
+           "BeamTrace", "STATUSES"]
 
 ScoreFn = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
 
@@ -177,7 +179,7 @@ def _model_device(model) -> torch.device:
 
 def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, expand: Expand,
             stop_id: int | None, length_penalty: float, state: Any = None,
-            suppress_ids: Sequence[int] = ()) -> list[Hypothesis]:
+            suppress_ids: Sequence[int] = (), record: list | None = None) -> list[Hypothesis]:
     """Grow up to ``width`` hypotheses from one prompt, all scored in one batch per step; best first.
 
     ``expand(logits (N, V), live) -> [(row, token, log-prob), ...]`` proposes continuations of the N live
@@ -189,6 +191,7 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
     its log-probability over ``max_new_tokens ** length_penalty`` for a positive one (the longest length it can reach).
     With a width that holds every hypothesis, this is exhaustive search. Tokens in ``suppress_ids`` get the score
     -inf (never chosen, and the others renormalised without them). The stepper's module runs in eval mode.
+    ``record``, a list the caller owns, gets one entry per step: every proposed ``(row, token, log-prob, status)``.
     """
     stepper = as_stepper(model)
     suppress = [int(i) for i in suppress_ids]
@@ -219,8 +222,9 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
                     if not torch.isfinite(z).any(1).all():
                         raise ValueError("suppress_ids leave no token to choose: every other score is -inf")
                 chosen = expand(z, live)
-                rows, new_live = [], []
+                rows, new_live, seen = [], [], 0
                 for row, token, lp in chosen:
+                    seen += 1
                     ids = live[row][0] + [token]
                     if stop_id is not None and token == stop_id:
                         finished.append((ids, lp))
@@ -229,6 +233,10 @@ def _decode(model, prompt_ids: Sequence[int], max_new_tokens: int, width: int, e
                         new_live.append((ids, lp))
                     if len(new_live) == width:
                         break
+                if record is not None:                                            # the rest were never reached
+                    record.append([(row, token, lp, "pruned" if n >= seen else "finished"
+                                    if stop_id is not None and token == stop_id else "kept")
+                                   for n, (row, token, lp) in enumerate(chosen)])
                 live = new_live
                 if not live or len(finished) >= width and \
                         sorted(map(rank, finished), reverse=True)[width - 1] >= best_reachable(live):
@@ -272,21 +280,90 @@ def generate(model, prompt_ids: Sequence[int], max_new_tokens: int, *, temperatu
     return ids
 
 
+STATUSES = ("kept", "pruned", "finished")
+
+
+@dataclass(frozen=True)
+class BeamCandidate:
+    """One continuation a beam step proposed: ``token`` after the live hypothesis ``parent``.
+
+    ``parent`` is that hypothesis's index among the previous step's kept candidates, in their order (0 at the first
+    step: the prompt). ``status``: "kept" (live, among the ``beam_size`` best), "finished" (it ends with
+    ``stop_id``) or "pruned" (ranked below the ``beam_size``-th live one, so never reached)."""
+
+    parent: int
+    token: int
+    token_logprob: float      # log P(token | prompt, the parent's tokens)
+    logprob: float            # the hypothesis's log-probability: the parent's plus token_logprob
+    status: str
+
+
+@dataclass(frozen=True)
+class BeamTrace:
+    """What ``beam_search(..., trace=True)`` did, step by step, so the search can be drawn as a tree.
+
+    ``steps[t]`` holds every candidate proposed for new token t + 1, best ranked first (up to 2 x ``beam_size``
+    continuations of each live hypothesis). ``hypotheses`` is what the search returned. ``greedy`` (when asked
+    with ``with_greedy=True``) is greedy decoding's path from the same prompt: ``(token, token_logprob)`` per step."""
+
+    prompt_ids: tuple[int, ...]
+    beam_size: int
+    length_penalty: float
+    stop_id: int | None
+    max_new_tokens: int
+    steps: tuple[tuple[BeamCandidate, ...], ...]
+    hypotheses: tuple[tuple[tuple[int, ...], float], ...]
+    greedy: tuple[tuple[int, float], ...] | None = None
+
+    def kept(self, t: int) -> list[BeamCandidate]:
+        """The live hypotheses after step ``t`` (0-based), in the order step t + 1 names them as parents."""
+        return [c for c in self.steps[t] if c.status == "kept"]
+
+    def ids(self, t: int, i: int) -> list[int]:
+        """The new ids of candidate ``i`` of step ``t``: its parents' tokens, then its own."""
+        out = []
+        while t >= 0:
+            c = self.steps[t][i]
+            out.append(c.token)
+            if t:
+                i = self.steps[t - 1].index(self.kept(t - 1)[c.parent])
+            t -= 1
+        return out[::-1]
+
+    def rank(self, logprob: float, length: int, length_penalty: float | None = None) -> float:
+        """The score a hypothesis of ``length`` new tokens is ranked by: logprob / length ** length_penalty (the
+        search's own ``length_penalty`` unless another is given; 0 is the plain sum)."""
+        a = self.length_penalty if length_penalty is None else length_penalty
+        return logprob / (max(length, 1) ** a)
+
+
+def _greedy_expand(z: torch.Tensor, live: list[Hypothesis]) -> list[tuple[int, int, float]]:
+    """Greedy decoding's one proposal a row: the arg-max token and the hypothesis's log-probability."""
+    logp = torch.log_softmax(z, dim=1)                                             # (N, V)
+    best = torch.argmax(logp, dim=1).tolist()                                      # (N,)
+    return [(row, tok, live[row][1] + float(logp[row, tok])) for row, tok in enumerate(best)]
+
+
 def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens: int,
                 stop_id: int | None = None, length_penalty: float = 0.0, *,
-                state: Any = None, suppress_ids: Sequence[int] = ()) -> list[tuple[list[int], float]]:
+                state: Any = None, suppress_ids: Sequence[int] = (), trace: bool = False,
+                with_greedy: bool = False):
     """Keep the ``beam_size`` best continuations by total log-probability; return them best first.
 
     All live hypotheses are scored as one batch (one ``step`` per token); ``reorder_state`` keeps the rows of the
     survivors. Scores are normalised with log_softmax, so logits and log-probs both work. A hypothesis that emits
     ``stop_id`` is finished. Ranking divides the log-probability by ``len ** length_penalty`` (0 = plain sum,
     which favours short outputs; about 0.6-1.0 counters that). ``state`` and ``suppress_ids`` as in ``generate``.
-    Returns ``(new_ids, logprob)`` pairs.
+    Returns ``(new_ids, logprob)`` pairs; with ``trace=True``, ``(pairs, BeamTrace)``: every step's candidates,
+    their log-probabilities and which were kept, pruned or finished (``with_greedy=True`` adds greedy decoding's
+    path from the same prompt, for comparison).
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    if with_greedy and not trace:
+        raise ValueError("with_greedy=True adds greedy's path to the trace: pass trace=True too")
 
     def rank(ids_len: int, lp: float) -> float:
         return lp / (max(ids_len, 1) ** length_penalty)
@@ -302,5 +379,24 @@ def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens
         n = len(live[0][0]) + 1                                                    # every candidate's length
         return sorted(candidates, key=lambda c: rank(n, c[2]), reverse=True)
 
-    return _decode(model, prompt_ids, max_new_tokens, beam_size, expand, stop_id, length_penalty, state,
-                   suppress_ids)
+    record: list | None = [] if trace else None
+    out = _decode(model, prompt_ids, max_new_tokens, beam_size, expand, stop_id, length_penalty, state,
+                  suppress_ids, record)
+    if not trace:
+        return out
+    greedy = None
+    if with_greedy:
+        path: list = []
+        _decode(model, prompt_ids, max_new_tokens, 1, _greedy_expand, stop_id, 0.0, state, suppress_ids, path)
+        greedy, prev = [], 0.0
+        for (_, token, lp, _), in path:                                            # one proposal a step
+            greedy.append((token, lp - prev))
+            prev = lp
+        greedy = tuple(greedy)
+    steps, parents_lp = [], [0.0]                                                  # the prompt: log P = 0
+    for cands in record:
+        steps.append(tuple(BeamCandidate(row, token, lp - parents_lp[row], lp, status)
+                           for row, token, lp, status in cands))
+        parents_lp = [c.logprob for c in steps[-1] if c.status == "kept"]
+    return out, BeamTrace(tuple(int(i) for i in prompt_ids), beam_size, float(length_penalty), stop_id,
+                          max_new_tokens, tuple(steps), tuple((tuple(ids), lp) for ids, lp in out), greedy)
