@@ -88,7 +88,7 @@ def test_a_name_absent_from_training_is_copied():
 def test_keep_drop_labels_on_hand_made_examples():
     words, labels = keep_drop_labels("British Airways has blamed high fuel prices for a drop in profits.",
                                      "High fuel prices hit BA's profits")
-    assert [w for w, l in zip(words, labels) if l] == ["high", "fuel", "prices", "profits."]
+    assert [w for w, l in zip(words, labels) if l] == ["high", "fuel", "prices", "profits"]
     words, labels = keep_drop_labels("Japan's economy teetered on the brink.", "Japan narrowly escapes recession")
     assert labels == [1, 0, 0, 0, 0, 0]                                            # "Japan's" holds the token japan
     assert select_words(["a", "Big", "cat", "big"], [0.1, 0.9, 0.5, 0.8], 2) == "Big cat"
@@ -150,3 +150,24 @@ def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):
     assert abs(a.item() - b.item()) < 1e-2                                          # float16 storage
     with pytest.raises(ValueError, match="SHA-256"):
         load_copy_summarizer(path, "0" * 64)
+
+
+def test_token_prior_spreads_word_scores_over_the_copy_tokens():
+    from seqviz.summarize.compress import token_prior
+
+    assert token_prior("BA's profits, fell. Later text", [0.9, 0.5, 0.1], 6) == [0.9, 0.5, 1e-3, 0.1, 1e-3, 1e-3]
+
+
+def test_rouge_bootstrap_and_diagnostics():
+    from seqviz.summarize.evaluation import headline_diagnostics, rouge_bootstrap
+
+    refs = ["ba profits fall", "japan escapes recession", "court rejects tobacco case", "telegraph axes jobs"] * 5
+    good = ["ba profits fall", "japan recession", "tobacco case", "telegraph jobs"] * 5
+    bad = ["news today"] * 20
+    r = rouge_bootstrap(good, bad, refs, n=200)
+    assert r["delta"] > 0 and r["ci95"][0] > 0 and r["p_value"] == 0
+    same = rouge_bootstrap(good, good, refs, n=50)
+    assert same["delta"] == 0 and same["p_value"] == 1
+    arts = [NS(body="BA profits fell sharply", headline="x")] * 2
+    d = headline_diagnostics(arts, ["BA profits fall", "BA profits fell"])
+    assert d["distinct"] == 2 and d["novel_word_share"] == 1 / 6 and d["heads_with_novel"] == 0.5

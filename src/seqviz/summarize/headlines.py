@@ -25,7 +25,7 @@ from seqviz.metrics import rouge
 from seqviz.summarize.copy_models import _CopyModel
 from seqviz.summarize.words import SourceIds, WordTokenizer
 
-__all__ = ["CopyBinding", "HeadlineRules", "write_headline", "CopyTrace", "copy_trace", "SwapResult", "swap_test"]
+__all__ = ["CopyBinding", "HeadlineRules", "write_headline", "write_headlines", "CopyTrace", "copy_trace", "SwapResult", "swap_test"]
 
 
 class CopyBinding:
@@ -126,6 +126,22 @@ def write_headline(model: _CopyModel, tok: WordTokenizer, article: str, *, beam_
         ids = beam_search(stepper, [tok.bos_id], beam_size, max_words + 1, stop_id=tok.eos_id,
                           length_penalty=alpha, suppress_ids=never)[0][0]
     return ids[:-1] if ids and ids[-1] == tok.eos_id else ids[:max_words]
+
+
+def write_headlines(model: _CopyModel, tok: WordTokenizer, articles: Sequence[str], selector=None,
+                    **kw) -> list[str]:
+    """Readable headlines (:meth:`WordTokenizer.detokenize`) for article bodies, by :func:`write_headline` (keyword
+    arguments pass through); with a fitted ``selector`` (:class:`~seqviz.summarize.compress.KeepDropRegression`),
+    its p(keep) of each lead word is the copy attention's prior (bottom-up copy attention)."""
+    from seqviz.summarize.compress import token_prior
+
+    out = []
+    S = model.config.max_source
+    for body in articles:
+        prior = None if selector is None else token_prior(body, selector.scores(body)[1], S)
+        ids = write_headline(model, tok, body, prior=prior, **kw)
+        out.append(tok.detokenize(tok.words(ids, tok.encode_source(body, S).oovs), body))
+    return out
 
 
 @dataclass
