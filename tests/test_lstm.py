@@ -493,3 +493,121 @@ def test_most_correlated_units_finds_a_planted_unit():
         most_correlated_units(values[None], ind)
     with pytest.raises(ValueError, match="same text"):
         most_correlated_units(values[:40], ind)
+
+
+def test_quotation_indicator_tells_quotes_from_elisions():
+    text = ("COUNTESS.\n[Reads.] 'I have sent you a daughter-in-law; she hath\nrecovered the king.' 'Tis so, o'er "
+            "the sea, for Troilus' sake.\n\nDIOMEDES. \n'As true as Troilus' she said, and 'a laugh'd.\n")
+    ind = play_indicators(text)
+    quoted = "".join(ch if q else "_" for ch, q in zip(text, ind["in 'quotation'"]))
+    spans = [s for s in quoted.split("_") if s]
+    assert spans == ["'I have sent you a daughter-in-law; she hath\nrecovered the king.'",
+                     "'As true as Troilus'"]                          # elisions ('Tis, o'er, 'a) open nothing
+    names = "".join(ch for ch, b in zip(text, ind["in speaker name"]) if b)
+    assert names == "COUNTESS.DIOMEDES. "                                 # a name with a trailing space counts
+    unclosed = "A.\n'Never closed\nstill inside\n\nB.\nout\n"
+    q = play_indicators(unclosed)["in 'quotation'"]
+    assert q[unclosed.index("still")] == 1 and q[unclosed.index("out")] == 0   # a blank line ends a quotation
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the agreement experiment (seqviz.agreement)
+
+
+def test_agreement_scoring_reads_the_verb_after_each_prefix():
+    from seqviz.agreement import accuracy_by_attractors, agreement_vocab, verb_logits
+
+    exs = agreement_examples(40, 3, seed=2, p_present=1.0)
+    vocab = agreement_vocab()
+    torch.manual_seed(0)
+    lm = LSTMLM(LSTMLMConfig(len(vocab), d_emb=8, d_h=8)).train()
+    scores = verb_logits(lm, exs, vocab, batch_size=7)                         # several batches, padded
+    assert scores.shape == (40, 2) and lm.training                              # the caller's mode comes back
+    verbs = vocab.encode(list(AGREEMENT_VERBS))
+    for e, row in zip(exs[:5], scores[:5]):                                     # one prefix alone, unpadded
+        with torch.no_grad():
+            alone = lm.eval()(torch.tensor([vocab.encode(list(e.tokens))]))[0][0, -1, verbs]
+        assert torch.allclose(row, alone, atol=1e-5)
+    right = torch.tensor([e.label == 1 for e in exs])                           # "always plural"
+    acc = accuracy_by_attractors(right, exs)
+    spaced = [e for e in exs if e.phrases > 0]
+    for b, a in enumerate(acc):
+        group = [e for e in spaced if min(e.attractors, 4) == b]
+        if group:
+            assert a == pytest.approx(sum(e.label for e in group) / len(group))
+        else:
+            assert a != a                                                        # NaN for an empty bin
+    with pytest.raises(ValueError, match="same examples"):
+        accuracy_by_attractors(right[:-1], exs)
+
+
+def test_agreement_runs_record_every_epoch_and_units_are_read_from_the_same_states():
+    from seqviz.agreement import (KINDS, ablated_correct, agreement_vocab, number_unit, train_agreement_lm,
+                                  verb_logits)
+    from seqviz.agreement import _last_states
+
+    train, test = agreement_examples(300, 2, seed=0, p_present=1.0), agreement_examples(60, 3, seed=1, p_present=1.0)
+    vocab = agreement_vocab()
+    run = train_agreement_lm("LSTM", 3, train, test, vocab, d=8, epochs=2, batch_size=64)
+    assert run.kind == "LSTM" and len(run.by_epoch) == 2 and all(len(a) == 5 for a in run.by_epoch)
+    assert run.final == run.by_epoch[-1] and 0 <= run.adjacent <= 1 and not run.model.training
+    again = train_agreement_lm("LSTM", 3, train, test, vocab, d=8, epochs=2, batch_size=64)
+    assert torch.equal(torch.tensor(again.by_epoch).nan_to_num(-1), torch.tensor(run.by_epoch).nan_to_num(-1))  # seeded
+    lm = run.model
+    # the cell loop the unit search and the ablation use gives the layer's own trace
+    ids = torch.tensor([vocab.encode(list(test[0].tokens))])
+    trace = lm.trace(ids)[0]
+    c_last = _last_states(lm, test[:1], vocab, field="c")
+    assert torch.allclose(c_last, trace.c[:, -1], atol=1e-5)
+    plain = ablated_correct(lm, test, vocab, None)
+    labels = torch.tensor([e.label for e in test])
+    assert torch.equal(plain, verb_logits(lm, test, vocab).argmax(-1) == labels)
+    unit, r = number_unit(lm, test, vocab)
+    states = _last_states(lm, test, vocab, field="c")
+    corr = torch.corrcoef(torch.stack([states[:, unit].double(), labels.double()]))[0, 1]
+    assert r == pytest.approx(float(corr), abs=1e-6) and abs(r) == pytest.approx(
+        max(abs(float(torch.corrcoef(torch.stack([states[:, u].double(), labels.double()]))[0, 1]))
+            for u in range(8) if states[:, u].std() > 0), abs=1e-6)
+    assert (_last_states(lm, test, vocab, ablate=unit)[:, unit] == 0).all()
+    gru = train_agreement_lm("GRU", 0, train, test, vocab, d=8, epochs=1, batch_size=64).model
+    assert isinstance(number_unit(gru, test, vocab, field="h")[0], int)
+    with pytest.raises(ValueError, match="only an LSTM has a cell state"):
+        number_unit(gru, test, vocab)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        train_agreement_lm("Transformer", 0, train, test, vocab)
+    assert set(KINDS) == {"Elman", "GRU", "LSTM"}
+
+
+def test_gru_step_exercise_check_accepts_the_cell_and_names_mistakes(capsys):
+    from seqviz.exercises import check_gru_step
+
+    def lin(x, W, b):
+        return x @ W.T + b
+
+    def right(cell, x, h):
+        r = torch.sigmoid(lin(h, cell.U_r, cell.b_U_r) + lin(x, cell.W_r, cell.b_W_r))
+        z = torch.sigmoid(lin(h, cell.U_z, cell.b_U_z) + lin(x, cell.W_z, cell.b_W_z))
+        n = torch.tanh(lin(x, cell.W_n, cell.b_W_n) + r * lin(h, cell.U_n, cell.b_U_n))
+        return (1 - z) * n + z * h, {"r": r, "z": z, "n": n}
+
+    def swapped(cell, x, h):
+        _, t = right(cell, x, h)
+        return t["z"] * t["n"] + (1 - t["z"]) * h, t
+
+    def reset_first(cell, x, h):                                                 # Cho et al.'s placement
+        _, t = right(cell, x, h)
+        n = torch.tanh(lin(x, cell.W_n, cell.b_W_n) + lin(t["r"] * h, cell.U_n, cell.b_U_n))
+        return (1 - t["z"]) * n + t["z"] * h, {**t, "n": n}
+
+    def tanh_gate(cell, x, h):
+        h_t, t = right(cell, x, h)
+        return h_t, {**t, "r": torch.tanh(lin(h, cell.U_r, cell.b_U_r) + lin(x, cell.W_r, cell.b_W_r))}
+
+    state = torch.random.get_rng_state()
+    assert check_gru_step(right) and "✓" in capsys.readouterr().out
+    assert torch.equal(state, torch.random.get_rng_state())                      # the caller's RNG is untouched
+    for fn, said in ((swapped, "swapped"), (reset_first, "before U_n"), (tanh_gate, "sigmoid"),
+                     (lambda cell, x, h: right(cell, x, h)[0], "pair (h_t, traces)"),
+                     (lambda cell, x, h: (right(cell, x, h)[0], {"r": 0}), "no z, n")):
+        assert not check_gru_step(fn)
+        assert said in capsys.readouterr().out

@@ -393,17 +393,50 @@ def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None =
 # ----------------------------------------------------------------------------------------------------------------
 # Looking for interpretable units (Karpathy et al. 2015): correlate each unit with something a reader can see
 # ----------------------------------------------------------------------------------------------------------------
+#: words that open with an apostrophe without opening a quotation ('Tis, 'twas, ...): an elision, not a quote mark
+_ELISIONS = ("tis", "twas", "twere", "twill", "twould", "tween", "twixt", "gainst", "em", "ld", "fore", "bout",
+             "mongst", "scape", "larum", "cause", "a", "sfoot", "sblood", "slid", "slight", "sooth", "bide", "s", "t", "d")
+
+
+def _quoted(text: str) -> list[float]:
+    """1.0 for each character inside a 'single-quoted' quotation (the quote marks included), else 0.0.
+
+    Shakespeare's texts quote with the apostrophe, which also marks elisions ('tis, o'er) and plural possessives
+    (Troilus'): a quotation opens at an apostrophe that starts a word and is not an elision, and closes at the next
+    apostrophe that ends a word, or at a blank line (a quotation never runs across speeches)."""
+    inside, out, n = False, [], len(text)
+    for k, ch in enumerate(text):
+        prev, nxt = text[k - 1] if k else " ", text[k + 1] if k + 1 < n else " "
+        word = ""
+        j = k + 1
+        while j < n and text[j].isalpha():
+            word += text[j].lower()
+            j += 1
+        if ch == "\n" and prev == "\n":
+            inside = False
+        if ch == "'" and not inside and not prev.isalnum() and nxt.isalpha() and word not in _ELISIONS:
+            inside = True
+            out.append(1.0)
+            continue
+        out.append(float(inside))
+        if ch == "'" and inside and not nxt.isalpha() and k and text[k - 1] != " ":
+            inside = False
+    return out
+
+
 def play_indicators(text: str) -> dict[str, Tensor]:
     """Per-character indicators of a play's layout, each (len(text),) float: "in [brackets]" (stage directions),
-    "position in line" (characters since the last newline) and "in speaker name" (a line in capitals ending in
-    '.', such as "HAMLET.")."""
+    "in 'quotation'" (text a speaker quotes or reads out, between apostrophes: see `_quoted`), "position in line"
+    (characters since the last newline) and "in speaker name" (a line in capitals ending in '.', such as
+    "HAMLET.")."""
     if not isinstance(text, str) or not text:
         raise ValueError("text must be a non-empty string (the characters the traces were computed on)")
     bracket, position, speaker = [], [], []
     depth, col = 0, 0
     lines = text.split("\n")
     for n, line in enumerate(lines):
-        is_name = len(line) > 1 and line.endswith(".") and line.upper() == line and any(ch.isalpha() for ch in line)
+        name = line.rstrip()                                                       # "DIOMEDES. " is a name too
+        is_name = len(name) > 1 and name.endswith(".") and name.upper() == name and any(ch.isalpha() for ch in name)
         for ch in line + ("\n" if n < len(lines) - 1 else ""):
             depth += ch == "["
             bracket.append(float(depth > 0))
@@ -411,8 +444,8 @@ def play_indicators(text: str) -> dict[str, Tensor]:
             position.append(float(col))
             speaker.append(float(is_name and ch != "\n"))
             col = 0 if ch == "\n" else col + 1
-    return {"in [brackets]": torch.tensor(bracket), "position in line": torch.tensor(position),
-            "in speaker name": torch.tensor(speaker)}
+    return {"in [brackets]": torch.tensor(bracket), "in 'quotation'": torch.tensor(_quoted(text)),
+            "position in line": torch.tensor(position), "in speaker name": torch.tensor(speaker)}
 
 
 def most_correlated_units(values: Tensor, indicators: dict[str, Tensor]) -> dict[str, tuple[int, float]]:
