@@ -1,30 +1,30 @@
-"""Benchmark: chapter 7's headline generator on BBC news against the lead and random-sentence baselines.
+"""Benchmark: chapter 7's headline generators on the BBC test split, after the baselines and oracles they must beat.
 
-    .venv/bin/python bench/bench_summarize.py                    # the default preset
-    .venv/bin/python bench/bench_summarize.py --presets default full
-    .venv/bin/python bench/bench_summarize.py --quick            # a smoke run (steps / 10, 30 test articles): NOT
-                                                                 # the protocol, written to summarize_dev.json
+    .venv/bin/python bench/bench_summarize.py            # everything, one thread (about 15 min on a busy machine)
+    .venv/bin/python bench/bench_summarize.py --quick    # 30 test articles, models trained 1/10 as long: a smoke
+                                                         # run only, written to summarize_dev.json
 
-Protocol: ``load_corpus("bbc")`` (train 1,656 / test 226 articles); references are the test headlines. ROUGE-1/2/L
-F-measure x 100 (``seqviz.metrics.rouge``, equal to Google's rouge-score with its defaults, no stemmer), mean over
-the test articles. Baselines: ``lead-k`` (the body's first k words, k = the mean training headline length in words,
-rounded) and ``random sentence`` (one sentence of the body, uniformly, seed 0). Models: the package's small
-transformer LM (``PretrainConfig``: 2 layers, width 128, 4 heads, context 128, BPE vocabulary of ~2,100) trained on
-the δ-joined pairs x_1..x_m δ y_1..y_n </s> (article cut to its first 103 tokens, headline to 24), either from
-scratch or fine-tuned from the committed checkpoint pretrained on the training bodies (``load_pretrained``), with the
-loss on the summary tokens only or on every token. Headlines are decoded greedily (``full`` also with beam 4),
-stopping at </s> or 24 tokens. One thread. Training time is wall time and the process's CPU time (on one thread the
-CPU time is what an idle machine would take); tokens/s counts the scored targets per wall second.
-
-Presets:
-- ``default``: 300 optimizer steps of 16 sequences for each of the four models (scratch / pretrained x summary / all).
-- ``full``: 1000 steps, scratch and pretrained with the summary-only loss, greedy and beam 4.
-
-What the recorded runs showed, and what would change them: bench/README.md, section bench_summarize.py.
+Protocol: ``load_corpus("bbc")`` (train 1,656 / valid 210 / test 226). Every choice (lead k, selector k) is made on
+the validation split; ROUGE-1/2/L F x 100 (``seqviz.metrics``, equal to rouge-score), mean over test articles.
+Rows, in the chapter's order (``kind``):
+- ``baseline``: random sentence (seed 0), first sentence, lead-5, lead-k, tf-idf centroid sentence, TextRank sentence;
+- ``oracle`` (reads the reference): best sentence, best 5-word window, extractive compression of the first 60 words,
+  copy-only headline from the first 60 words;
+- ``delta``: SLP §9.9's decoder-only LM (the BPE checkpoint ``bbc_lm.pt`` fine-tuned 300 steps on the pairs, greedy);
+- ``selector``: keep/drop compression (Filippova & Altun 2013), the 10-feature regression at k = 5 and at the k best
+  on validation;
+- ``copy``: word-level models trained from scratch for the same 150 steps (chapter 6's encoder-decoder and SLP's
+  decoder-only δ LM, each with and without the copy head), and the checkpoint ``bbc_copy.pt`` (``make
+  copy-summarizer``: gap-sentence pretraining + 150 fine-tuning steps), greedy, no repeated word, no punctuation,
+  alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior).
+Each model row also has: distinct headlines, <unk> emitted, the share of headline words not in the article, the
+article-swap test (own vs swapped reference ROUGE-L) and a paired bootstrap (1,000 resamples of the test articles)
+of its ROUGE-L minus lead-5's. Training time is the process's CPU time on one thread.
 """
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 import time
 from pathlib import Path
@@ -32,89 +32,131 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine, read_results, write_results  # noqa: E402
+from _results import write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
-from seqviz.metrics import rouge_corpus  # noqa: E402
-from seqviz.summarize import (PretrainConfig, evaluate_rouge, finetune, headline_length, lead_baseline,  # noqa: E402
-                              load_pretrained, random_sentence_baseline)
-from seqviz.transformer import TransformerLM  # noqa: E402
-
-PRESETS = {
-    "default": {"steps": 300, "models": [("scratch", "summary"), ("scratch", "all"), ("pretrained", "summary"),
-                                         ("pretrained", "all")], "methods": ["greedy"]},
-    "full": {"steps": 1000, "models": [("scratch", "summary"), ("pretrained", "summary")],
-             "methods": ["greedy", "beam"]},
-}
-LR = {"scratch": 3e-3, "pretrained": 2e-3}   # a fresh model takes a larger step; fine-tuning a smaller one
-BATCH = 16
+from seqviz.summarize import (IdfTable, KeepDropRegression, WordFeatures, best_sentence_oracle,  # noqa: E402
+                              best_window_oracle, centroid_sentence, choose_lead_k, compression_oracle,
+                              copy_only_oracle, evaluate_rouge, finetune, first_sentence, lead_baseline,
+                              load_copy_summarizer, load_pretrained, random_sentence_baseline, swap_test,
+                              textrank_sentence, write_headlines)
+from seqviz.summarize.copy_checkpoint import CopyRecipe, _fit  # noqa: E402
+from seqviz.summarize.copy_models import build_copy_model  # noqa: E402
+from seqviz.summarize.evaluation import rouge_bootstrap, score_headlines  # noqa: E402
+from seqviz.summarize.pairs import encode_pairs, headline_pairs  # noqa: E402
+from seqviz.summarize.words import WordTokenizer  # noqa: E402
 
 
-def baselines(corpus, test) -> list[dict]:
-    k = headline_length(corpus.train)
+def row(kind: str, name: str, test, heads: list[str], lead: list[str] | None, **extra) -> dict:
+    r = {"kind": kind, "name": name, **score_headlines(test, heads), **extra, "example": heads[0]}
     refs = [a.headline for a in test]
-    return [{"name": f"lead-{k}", "preset": "-", **rouge_corpus(refs, [lead_baseline(a.body, k) for a in test])},
-            {"name": "random sentence", "preset": "-",
-             **rouge_corpus(refs, random_sentence_baseline([a.body for a in test], seed=0))}]
+    if lead is not None:
+        b = rouge_bootstrap(heads, lead, refs, n=1000, seed=0)
+        s = swap_test(heads, refs, seed=0)
+        r.update(vs_lead5=round(b["delta"], 2), vs_lead5_ci95=[round(x, 2) for x in b["ci95"]],
+                 vs_lead5_p=b["p_value"], swap_own=round(s.own, 2), swap_other=round(s.swapped, 2),
+                 swap_changed=round(s.changed, 3))
+    print(f"{kind:9s} {name:52s} R-1 {r['rouge1']:5.1f} R-2 {r['rouge2']:4.1f} R-L {r['rougeL']:5.1f} "
+          f"distinct {r['distinct']:3d} novel {r['novel_word_share']:.2f}"
+          + (f" vs lead-5 {r['vs_lead5']:+.1f} {r['vs_lead5_ci95']}" if lead is not None else ""), flush=True)
+    return r
 
 
-def train_and_score(preset: str, init: str, loss_on: str, steps: int, methods, corpus, test) -> list[dict]:
+def targets(corpus, test) -> list[dict]:
+    bodies = [a.body for a in test]
+    k, _ = choose_lead_k(corpus.valid)
+    idf = IdfTable([a.body for a in corpus.train])
+    rows = [row("baseline", "random sentence", test, random_sentence_baseline(bodies, seed=0), None),
+            row("baseline", "first sentence", test, [first_sentence(b) for b in bodies], None),
+            row("baseline", "lead-5", test, [lead_baseline(b, 5) for b in bodies], None),
+            row("baseline", f"lead-{k} (k best on validation)", test, [lead_baseline(b, k) for b in bodies], None),
+            row("baseline", "tf-idf centroid sentence", test, [centroid_sentence(b, idf) for b in bodies], None),
+            row("baseline", "TextRank sentence", test, [textrank_sentence(b, idf) for b in bodies], None)]
+    for name, f in [("oracle: best sentence", best_sentence_oracle),
+                    ("oracle: best 5-word window", best_window_oracle),
+                    ("oracle: extractive compression, first 60 words", compression_oracle),
+                    ("oracle: copy-only headline, first 60 words", copy_only_oracle)]:
+        rows.append(row("oracle", name, test, [f(a.body, a.headline) for a in test], None))
+    return rows
+
+
+def delta_lm(corpus, test, lead, steps: int) -> dict:
     model, tok, _ = load_pretrained()
-    if init == "scratch":
-        set_seed(0)
-        model = TransformerLM(PretrainConfig().model_config(len(tok)))   # same size and tokenizer, fresh weights
-    wall, cpu = time.perf_counter(), time.process_time()
-    hist = finetune(model, tok, corpus.train, steps, batch_size=BATCH, lr=LR[init], loss_on=loss_on, progress=False)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    c0 = time.process_time()
+    finetune(model, tok, corpus.train, steps, batch_size=16, lr=2e-3, loss_on="summary", progress=False)
+    cpu = time.process_time() - c0
+    _, heads = evaluate_rouge(model, tok, test, "greedy")
+    return row("delta", "SLP 9.9 delta LM (BPE, pretrained, fine-tuned), greedy", test, heads, lead, steps=steps,
+               train_cpu_s=round(cpu, 1))
+
+
+def selector(corpus, test, lead) -> tuple[list[dict], KeepDropRegression]:
+    c0 = time.process_time()
+    sel = KeepDropRegression(WordFeatures(corpus.train)).fit(corpus.train)
+    cpu = time.process_time() - c0
+    from seqviz.metrics import rouge_corpus
+    vrefs = [a.headline for a in corpus.valid]
+    curve = {k: rouge_corpus(vrefs, [sel.headline(a.body, k) for a in corpus.valid])["rougeL"] for k in range(2, 9)}
+    best = max(curve, key=curve.get)
+    rows = [row("selector", f"keep/drop regression, top {k}" + (" (k best on validation)" if k == best else ""),
+                test, [sel.headline(a.body, k) for a in test], lead, train_cpu_s=round(cpu, 1))
+            for k in sorted({5, best})]
+    return rows, sel
+
+
+def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> list[dict]:
     rows = []
-    for method in methods:
-        t = time.perf_counter()
-        scores, hyps = evaluate_rouge(model, tok, test, method)
-        rows.append({"name": f"{init}, loss on {loss_on}", "preset": preset, "decoding": method, **scores,
-                     "steps": steps, "train_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
-                     "tokens_per_s": round(hist.targets / wall), "final_loss": round(sum(hist.step_loss[-20:]) / 20, 3),
-                     "decode_s": round(time.perf_counter() - t, 1), "example": hyps[0]})
-        print(f"{preset:8s} {rows[-1]['name']:28s} {method:6s} R-1 {scores['rouge1']:5.1f} R-2 {scores['rouge2']:5.1f} "
-              f"R-L {scores['rougeL']:5.1f}  train {wall:.0f} s wall / {cpu:.0f} s CPU", flush=True)
+    tok = WordTokenizer.learn([a.body for a in corpus.train] + [a.headline for a in corpus.train])
+    recipe = CopyRecipe(pretrain_steps=0, finetune_steps=steps)
+    pairs = encode_pairs(tok, headline_pairs(corpus.train), recipe.max_source, recipe.max_summary)
+    for arch, label in [("encdec", "encoder-decoder"), ("lm", "decoder-only delta LM")]:
+        for use_copy in (False, True):
+            set_seed(0)
+            model = build_copy_model(replace(recipe, arch=arch).model_config(len(tok), copy=use_copy))
+            c0 = time.process_time()
+            _fit(model, pairs, steps, recipe, tok.pad_id, False, recipe.finetune_warmup)
+            cpu = time.process_time() - c0
+            heads = write_headlines(model.eval(), tok, [a.body for a in test])
+            rows.append(row("copy", f"{label}, {'copy head' if use_copy else 'no copy'}, from scratch", test, heads,
+                            lead, steps=steps, train_cpu_s=round(cpu, 1),
+                            parameters=sum(p.numel() for p in model.parameters())))
+    model, tok, info = load_copy_summarizer() if checkpoint is None else load_copy_summarizer(checkpoint, None)
+    for name, kw in [("checkpoint (gap-sentence pretraining + fine-tuning)", {}),
+                     ("checkpoint + bottom-up copy attention (selector prior)", {"selector": sel})]:
+        c0 = time.process_time()
+        heads = write_headlines(model, tok, [a.body for a in test], **kw)
+        rows.append(row("copy", name, test, heads, lead, decode_cpu_s=round(time.process_time() - c0, 1),
+                        checkpoint_cpu_s=round(info.get("cpu_seconds", float("nan")), 0)))
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--presets", nargs="+", choices=sorted(PRESETS), default=["default"])
-    ap.add_argument("--quick", action="store_true", help="steps / 10 and 30 test articles: a smoke run only")
+    ap.add_argument("--quick", action="store_true", help="30 test articles, training 1/10 as long: a smoke run only")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--checkpoint", help="another copy-summarizer file, unchecked (a smoke test of a rebuild)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     corpus = load_corpus("bbc")
-    test = corpus.test[:30] if args.quick else corpus.test
-    rows = baselines(corpus, test)
-    for r in rows:
-        print(f"{'baseline':8s} {r['name']:28s} {'':6s} R-1 {r['rouge1']:5.1f} R-2 {r['rouge2']:5.1f} "
-              f"R-L {r['rougeL']:5.1f}")
-    for preset in args.presets:
-        p = PRESETS[preset]
-        steps = max(1, p["steps"] // 10) if args.quick else p["steps"]
-        for init, loss_on in p["models"]:
-            rows += train_and_score(preset, init, loss_on, steps, p["methods"], corpus, test)
-    # rows of presets not run now are kept from the recorded file (each preset's run keeps its own machine block)
-    name = "summarize_dev" if args.quick else "summarize"
-    old = read_results(name) or {}
-    recorded = old.get("runs") or {p: old["machine"] for p in old.get("presets", []) if "machine" in old}
-    runs = {p: m for p, m in recorded.items() if p not in args.presets}
-    runs.update({p: machine() for p in args.presets})
-    rows += [r for r in old.get("rows", []) if r.get("preset") not in ("-", *args.presets)]
-    lead = rows[0]
-    models = [r for r in rows[2:]]
-    best = max(models, key=lambda r: r["rougeL"])
-    goal = {"lead_rougeL": lead["rougeL"], "best_model": f"{best['name']} ({best['preset']}, {best['decoding']})",
-            "best_rougeL": best["rougeL"], "beats_lead": best["rougeL"] > lead["rougeL"],
-            "margin_rougeL": round(best["rougeL"] - lead["rougeL"], 2)}
-    print(f"goal: best model R-L {best['rougeL']:.1f} vs lead {lead['rougeL']:.1f} "
-          f"({'beats' if goal['beats_lead'] else 'misses by'} {abs(goal['margin_rougeL']):.1f})")
-    write_results(name, {"rows": rows, "goal": goal, "test_articles": len(test), "runs": runs,
-                         "pretrained": {"checkpoint": "src/seqviz/checkpoints/bbc_lm.pt", **load_pretrained()[2]}})
+    test = list(corpus.test[:30] if args.quick else corpus.test)
+    div = 10 if args.quick else 1
+    rows = targets(corpus, test)
+    lead = [lead_baseline(a.body, 5) for a in test]
+    rows.append(delta_lm(corpus, test, lead, 300 // div))
+    sel_rows, sel = selector(corpus, test, lead)
+    rows += sel_rows
+    rows += copy_models(corpus, test, lead, 150 // div, sel, args.checkpoint)
+    lead5 = next(r for r in rows if r["name"] == "lead-5")
+    best = max((r for r in rows if r["kind"] == "copy"), key=lambda r: r["rougeL"])
+    best_sel = max((r for r in rows if r["kind"] == "selector"), key=lambda r: r["rougeL"])
+    goal = {"lead5_rougeL": lead5["rougeL"], "best_copy": best["name"], "best_copy_rougeL": best["rougeL"],
+            "beats_lead5": best["vs_lead5_ci95"][0] > 0, "best_selector_rougeL": best_sel["rougeL"],
+            "beats_selector": best["rougeL"] > best_sel["rougeL"], "distinct": best["distinct"],
+            "novel_word_share": best["novel_word_share"], "unk": best["unk"]}
+    print("goal:", goal)
+    write_results("summarize_dev" if args.quick else "summarize",
+                  {"rows": rows, "goal": goal, "test_articles": len(test)})
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from seqviz.summarize.copy_checkpoint import (COPY_CHECKPOINT, COPY_SHA256, Copy
                                               save_copy_summarizer, train_copy_summarizer)
 from seqviz.summarize.copy_models import CopyConfig, CopyEncoderDecoder, CopyLM, build_copy_model
 from seqviz.summarize.headlines import (CopyBinding, CopyTrace, HeadlineRules, SwapResult, copy_trace, swap_test,
-                                        write_headline)
+                                        write_headline, write_headlines)
 from seqviz.summarize.pairs import CopyBatches, encode_pairs, gap_sentence_pairs, headline_pairs
 from seqviz.summarize.pointer import CopyHead, CopyOut, copy_distribution, copy_target_logprob
 from seqviz.summarize.words import SourceIds, WordTokenizer, word_tokens
@@ -63,6 +63,6 @@ __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer",
            "KeepDropHead", "CopyHead", "CopyOut", "copy_distribution", "copy_target_logprob", "word_tokens",
            "SourceIds", "WordTokenizer", "CopyConfig", "CopyEncoderDecoder", "CopyLM", "build_copy_model",
            "headline_pairs", "gap_sentence_pairs", "encode_pairs", "CopyBatches", "CopyBinding", "HeadlineRules",
-           "write_headline", "CopyTrace", "copy_trace", "SwapResult", "swap_test", "CopyRecipe",
+           "write_headline", "write_headlines", "CopyTrace", "copy_trace", "SwapResult", "swap_test", "CopyRecipe",
            "train_copy_summarizer", "save_copy_summarizer", "load_copy_summarizer", "COPY_CHECKPOINT", "COPY_SHA256",
            "SummaryAttention", "summary_attention"]
