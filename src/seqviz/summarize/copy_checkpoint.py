@@ -16,7 +16,7 @@ from seqviz.summarize.copy_models import CopyConfig, build_copy_model
 from seqviz.summarize.pairs import CopyBatches, encode_pairs, gap_sentence_pairs, headline_pairs
 from seqviz.summarize.words import WordTokenizer
 
-__all__ = ["CopyRecipe", "train_copy_summarizer", "save_copy_summarizer", "load_copy_summarizer",
+__all__ = ["CopyRecipe", "train_copy_summarizer", "save_copy_summarizer", "load_copy_summarizer", "check_loss",
            "COPY_CHECKPOINT", "COPY_SHA256"]
 
 COPY_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "bbc_copy.pt"
@@ -59,6 +59,19 @@ def _fit(model, pairs, steps: int, recipe: CopyRecipe, pad_id: int, progress: bo
     return Trainer(model, cfg, batches).fit()
 
 
+@torch.no_grad()
+def check_loss(model, tok: WordTokenizer, corpus, n: int = 32) -> float:
+    """The model's loss (nats per headline word) on the first ``n`` validation pairs, in eval mode: recorded in the
+    checkpoint so a test can tell that a loaded model is the one that was saved."""
+    from seqviz import evaluating
+
+    c = model.config
+    pairs = encode_pairs(tok, headline_pairs(corpus.valid[:n]), c.max_source, c.max_summary)
+    batch = CopyBatches(pairs, n, tok.pad_id, shuffle=False).collate(pairs)
+    with evaluating(model):
+        return float(model(batch.x, batch.y, batch.mask)[1])
+
+
 def train_copy_summarizer(recipe: CopyRecipe | None = None, corpus=None, progress: bool = True,
                           pretrain_pairs=None):
     """Learn the vocabulary, pretrain on gap-sentence pairs of the training bodies (or ``pretrain_pairs``), fine-tune
@@ -81,6 +94,10 @@ def train_copy_summarizer(recipe: CopyRecipe | None = None, corpus=None, progres
     hist = _fit(model, enc, r.finetune_steps, r, tok.pad_id, progress, r.finetune_warmup)
     info.update(finetune_loss=float(np.mean(hist.step_loss[-20:])), seconds=time.perf_counter() - t0,
                 cpu_seconds=time.process_time() - c0, threads=torch.get_num_threads())
+    # the loss on a fixed slice, as the float16 file will give it back (what the checkpoint test compares)
+    half = build_copy_model(r.model_config(len(tok)))
+    half.load_state_dict({k: v.half().float() for k, v in model.state_dict().items()})
+    info["check_loss"] = check_loss(half, tok, corpus)
     return model.eval(), tok, info
 
 
