@@ -24,8 +24,9 @@ from matplotlib.figure import Figure
 import seqviz
 from seqviz.data import Vocab
 from seqviz.decode import softmax_with_temperature
-from seqviz.widgets import (GATES, AttentionHeatmap, LSTMGates, NextTokenDistribution, PositionalMatrix, causal_mask,
-                            prepare_attention, prepare_gates, prepare_logits, sinusoidal_encoding)
+from seqviz.widgets import (GATES, AttentionHeatmap, AttentionSteps, BeamTree, LSTMGates, NextTokenDistribution,
+                            PositionalMatrix, causal_mask, prepare_attention, prepare_gates, prepare_logits,
+                            sinusoidal_encoding)
 from seqviz.widgets._common import STATIC, dequantize_uint8, quantize_uint8
 from seqviz.widgets.positional import MAX_D_MODEL, MAX_LEN
 
@@ -489,6 +490,10 @@ WIDGETS = {
     "lstm_gates.js": lambda: LSTMGates(lstm_traces(), toks(7)),
     "positional.js": lambda: PositionalMatrix(),
     "next_token.js": lambda: NextTokenDistribution(torch.arange(5.0), toks(5)),
+    "beam_tree.js": lambda: BeamTree.from_search(lambda ctx: torch.log_softmax(torch.arange(6.0) * (len(ctx) % 3), 0),
+                                                 [0], 2, 3, stop_id=5, tokens=toks(6)),
+    "attention_steps.js": lambda: AttentionSteps(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(2, 3, 5),
+                                                 toks(3)),
 }
 
 
@@ -539,7 +544,7 @@ def test_es_module_reads_and_follows_every_synced_trait(name):
     assert listened((STATIC / name).read_text()) == traits
 
 
-def test_no_other_widget_modules_than_the_four_and_the_prelude():
+def test_no_other_widget_modules_than_the_six_and_the_prelude():
     assert sorted(p.name for p in STATIC.glob("*.js")) == sorted([*WIDGETS, "_prelude.js"])
 
 

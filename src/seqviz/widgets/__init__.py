@@ -6,13 +6,20 @@ in JupyterLab/Notebook and in the static HTML book with no kernel. Python checks
 - :class:`PositionalMatrix`: sine/cosine positional encodings computed in the browser (reference:
   :func:`sinusoidal_encoding`).
 - :class:`NextTokenDistribution`: top-k next-token probabilities with a temperature slider and sampling.
+- :class:`BeamTree`: a recorded beam search (``seqviz.decode.beam_search(..., trace=True)``) as a tree with a step
+  slider: kept, pruned and finished hypotheses, both scores, greedy's path overlaid.
+- :class:`AttentionSteps`: one query's attention computed in front of the reader, SLP (9.30)-(9.39): q_i, every
+  k_j, the dot products, the scaling by sqrt(d_k), the softmax, the weighted values and their sum.
 
 Each has ``.to_figure()``, a static matplotlib rendering for print.
 """
 from .attention import AttentionHeatmap, causal_mask, prepare_attention
+from .attention_steps import AttentionSteps, prepare_steps
+from .beam_tree import BeamTree, prepare_beam
 from .lstm_gates import GATES, LSTMGates, prepare_gates
 from .next_token import NextTokenDistribution, prepare_logits
 from .positional import PositionalMatrix, sinusoidal_encoding
 
 __all__ = ["AttentionHeatmap", "LSTMGates", "PositionalMatrix", "NextTokenDistribution", "sinusoidal_encoding",
-           "causal_mask", "prepare_attention", "prepare_gates", "prepare_logits", "GATES"]
+           "causal_mask", "prepare_attention", "prepare_gates", "prepare_logits", "GATES", "BeamTree", "prepare_beam",
+           "AttentionSteps", "prepare_steps"]

@@ -1,0 +1,298 @@
+// BeamTree view. The widget's ES module is _prelude.js (h, bytesOf, visible, slider, labelled, onChanges, …)
+// followed by this file; it imports nothing, so it also runs from the widget state of the static book.
+// State (see beam_tree.py): a flat node list in drawing order, node 0 the prompt: parent = int32 LE (-1 for the
+// root), status = uint8 (0 kept, 1 pruned, 2 finished, 3 greedy only), logprob = float64 LE (log P of the
+// hypothesis), token = uint32 LE index into vocab; step_start = node offsets of steps 0..n and the node count;
+// greedy = greedy's node at steps 1, 2, …; result = the returned hypotheses' nodes, best first; beam_size,
+// length_penalty (how the search ranked), joiner; step, show_pruned, normalise, alpha (what the view shows); title.
+// Token text is written with textContent only (SVG <text> and table cells), never parsed as markup.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const KEPT = 0, PRUNED = 1, FINISHED = 2, GREEDY_ONLY = 3;
+const STATUS_CLASS = ["sv-kept", "sv-pruned", "sv-finished", "sv-greedy-only"];
+const STATUS_TEXT = ["kept", "pruned", "finished", "greedy only (the beam never proposed it)"];
+const ROW = 22, NODE_H = 18, HEAD = 22, GAP = 26, CHAR_PX = 7, SCORE_PX = 40, MAX_CHARS = 14;
+
+function svgEl(tag, cls, attrs) {
+  const e = document.createElementNS(SVG_NS, tag);
+  if (cls) e.setAttribute("class", cls);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+
+// Little-endian numbers from a widget buffer (any alignment).
+function readNumbers(v, kind) {
+  const b = bytesOf(v);
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const size = { i32: 4, u32: 4, f64: 8 }[kind];
+  const out = kind === "f64" ? new Float64Array(b.byteLength / size) : new Int32Array(b.byteLength / size);
+  for (let i = 0; i < out.length; i++) {
+    out[i] = kind === "f64" ? dv.getFloat64(8 * i, true) : kind === "u32" ? dv.getUint32(4 * i, true)
+      : dv.getInt32(4 * i, true);
+  }
+  return out;
+}
+
+// The decoded search: per node its step, parent, status, log P, label; and greedy's path and the result.
+function readSearch(model) {
+  const parent = readNumbers(model.get("parent"), "i32");
+  const status = bytesOf(model.get("status")).slice();
+  const logprob = readNumbers(model.get("logprob"), "f64");
+  const token = readNumbers(model.get("token"), "u32");
+  const vocab = model.get("vocab");
+  const starts = model.get("step_start");
+  const N = parent.length;
+  const step = new Int32Array(N);
+  for (let s = 0; s + 1 < starts.length; s++) for (let n = starts[s]; n < starts[s + 1]; n++) step[n] = s;
+  const labels = Array.from(token, (t) => vocab[t]);
+  return { N, parent, status, logprob, step, labels, starts, nSteps: starts.length - 2,
+    greedy: model.get("greedy"), result: model.get("result"), beamSize: model.get("beam_size"),
+    lengthPenalty: model.get("length_penalty"), joiner: model.get("joiner") };
+}
+
+// The ranking score of a node of N = step new tokens: log P / N^alpha (alpha = 0: the plain sum log P).
+export function normalised(logprob, step, alpha) {
+  return logprob / Math.pow(Math.max(step, 1), alpha);
+}
+
+function hypothesis(S, n) {
+  const out = [];
+  for (; n > 0; n = S.parent[n]) out.push(S.labels[n]);
+  return out.reverse().join(S.joiner);
+}
+
+const short = (t) => { const v = visible(t); return v.length > MAX_CHARS ? `${v.slice(0, MAX_CHARS - 1)}\u2026` : v; };
+const fmt = (x) => x.toFixed(2);
+
+function render({ model, el }) {
+  const { root, title, controls } = frame(el, "sv-beam");
+  const stepS = slider("step", "sv-step", 1, 1, 1);
+  const pruned = h("input", "sv-show-pruned");
+  pruned.type = "checkbox";
+  const scoreSel = h("select", "sv-score");
+  for (const [value, text] of [["sum", "log P (sum)"], ["norm", "log P / N^\u03b1 (normalised)"]]) {
+    const o = h("option", "", text);
+    o.value = value;
+    scoreSel.appendChild(o);
+  }
+  controls.append(stepS.label, labelled("", pruned, " show pruned"), labelled("label nodes with ", scoreSel));
+  const note = h("div", "sv-note sv-beam-note");
+  const treeBox = h("div", "sv-beam-tree");
+  const readout = readoutLine();
+  const legendBox = h("div", "sv-legend sv-beam-legend");
+  for (const [cls, text] of [["sv-kept", "kept"], ["sv-pruned", "pruned"], ["sv-finished", "finished"],
+    ["sv-on-greedy", "greedy's path"]]) {
+    const sw = h("span", `sv-beam-swatch ${cls}`);
+    legendBox.append(sw, h("span", "sv-legend-label", text));
+  }
+  const table = h("table", "sv-beam-table");
+  root.append(title, controls, note, treeBox, readout, legendBox, table);
+
+  stepS.input.addEventListener("input", () => save(model, "step", parseInt(stepS.input.value, 10)));
+  pruned.addEventListener("change", () => save(model, "show_pruned", pruned.checked));
+  scoreSel.addEventListener("change", () => save(model, "normalise", scoreSel.value === "norm"));
+
+  let S = null, L = null; // the search; its layout (svg, per-step groups, node elements)
+
+  function scoreOf(n) {
+    return model.get("normalise") ? normalised(S.logprob[n], S.step[n], model.get("alpha")) : S.logprob[n];
+  }
+
+  function describe(n) {
+    if (n === 0) return `the prompt \u201c${S.labels[0]}\u201d`;
+    const tlp = S.logprob[n] - S.logprob[S.parent[n]];
+    const a = model.get("alpha");
+    const norm = normalised(S.logprob[n], S.step[n], a);
+    return `step ${S.step[n]}: \u201c${hypothesis(S, n)}\u201d  log P = ${S.logprob[n].toFixed(3)} ` +
+      `(this token ${tlp.toFixed(3)}), log P / ${S.step[n]}^${a} = ${norm.toFixed(3)}; ` +
+      `${STATUS_TEXT[S.status[n]]}${S.greedy.includes(n) ? ", on greedy's path" : ""}`;
+  }
+
+  // Lay the tree out in columns, one per step: a step's nodes top to bottom in drawing order (pruned ones left out
+  // unless shown). Builds the SVG once per search or pruned switch; a step change only shows and hides columns.
+  function layout() {
+    const showPruned = model.get("show_pruned");
+    let chars = 1;
+    for (let n = 1; n < S.N; n++) chars = Math.max(chars, Math.min(visible(S.labels[n]).length, MAX_CHARS));
+    const nodeW = chars * CHAR_PX + SCORE_PX + 12;
+    const rootW = Math.min(visible(S.labels[0]).length, 24) * CHAR_PX + 12;
+    const colX = (s) => (s === 0 ? 0 : rootW + GAP + (s - 1) * (nodeW + GAP));
+    const width = (n) => (n === 0 ? rootW : nodeW);
+    const pos = new Float64Array(S.N).fill(-1);
+    let rows = 1;
+    for (let s = 0; s <= S.nSteps; s++) {
+      let r = 0;
+      for (let n = S.starts[s]; n < S.starts[s + 1]; n++) {
+        if (!showPruned && S.status[n] === PRUNED) continue;
+        pos[n] = r++;
+      }
+      rows = Math.max(rows, r);
+    }
+    const y = (n) => HEAD + pos[n] * ROW;
+    const W = colX(S.nSteps) + nodeW + 30, H = HEAD + rows * ROW + 4;
+    const svg = svgEl("svg", "sv-beam-svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+    const onGreedy = new Set(S.greedy);
+    const resultRank = new Map(S.result.map((n, r) => [n, r + 1]));
+    const cols = [], counts = [], nodes = new Array(S.N).fill(null), scores = new Array(S.N).fill(null);
+    for (let s = 0; s <= S.nSteps; s++) {
+      const g = svgEl("g", "sv-col", { "data-step": s });
+      g.appendChild(svgEl("rect", "sv-band", { x: colX(s) - 6, y: 0, width: (s ? nodeW : rootW) + 12, height: H,
+        rx: 4 }));
+      const head = svgEl("text", "sv-col-head", { x: colX(s) + 2, y: 14 });
+      head.textContent = s === 0 ? "prompt" : `step ${s}`;
+      if (s > 0) head.addEventListener("click", () => save(model, "step", s));
+      g.appendChild(head);
+      const edges = svgEl("g", "sv-edges");
+      g.appendChild(edges);
+      for (let n = S.starts[s]; n < S.starts[s + 1]; n++) {
+        if (pos[n] < 0) continue;
+        const p = S.parent[n];
+        if (p >= 0) {
+          const x1 = colX(s - 1) + width(p), y1 = y(p) + NODE_H / 2, x2 = colX(s), y2 = y(n) + NODE_H / 2;
+          const d = `M${x1},${y1} C${x1 + GAP / 2},${y1} ${x2 - GAP / 2},${y2} ${x2},${y2}`;
+          edges.appendChild(svgEl("path", `sv-edge ${STATUS_CLASS[S.status[n]]}`, { d }));
+          if (onGreedy.has(n)) g.appendChild(svgEl("path", "sv-greedy-edge", { d }));
+        }
+        const cls = ["sv-node", STATUS_CLASS[S.status[n]]];
+        if (onGreedy.has(n)) cls.push("sv-on-greedy");
+        if (resultRank.has(n)) cls.push("sv-result");
+        const node = svgEl("g", cls.join(" "), { transform: `translate(${colX(s)},${y(n)})`, "data-node": n });
+        node.appendChild(svgEl("rect", "", { width: width(n), height: NODE_H, rx: 4 }));
+        const label = svgEl("text", "sv-node-label", { x: 5, y: 13 });
+        label.textContent = n === 0 ? visible(S.labels[0]).slice(0, 24) : short(S.labels[n]);
+        node.appendChild(label);
+        const tip = svgEl("title");
+        tip.textContent = S.labels[n];
+        node.appendChild(tip);
+        if (n > 0) {
+          const sc = svgEl("text", "sv-node-score", { x: nodeW - 5, y: 13, "text-anchor": "end" });
+          node.appendChild(sc);
+          scores[n] = sc;
+        }
+        if (resultRank.has(n)) {
+          const badge = svgEl("text", "sv-rank", { x: width(n) + 3, y: 13 });
+          badge.textContent = `#${resultRank.get(n)}`;
+          node.appendChild(badge);
+        }
+        g.appendChild(node);
+        nodes[n] = node;
+      }
+      svg.appendChild(g);
+      cols.push(g);
+      counts.push(g.querySelectorAll("g.sv-node").length);
+    }
+    let path = [];
+    svg.addEventListener("mouseover", (ev) => {
+      const g = ev.target.closest && ev.target.closest("g.sv-node");
+      if (!g) return;
+      path.forEach((e) => e.classList.remove("sv-path"));
+      path = [];
+      for (let n = parseInt(g.dataset.node, 10); n >= 0; n = S.parent[n]) if (nodes[n]) path.push(nodes[n]);
+      path.forEach((e) => e.classList.add("sv-path"));
+      readout.textContent = describe(parseInt(g.dataset.node, 10));
+    });
+    svg.addEventListener("mouseleave", () => {
+      path.forEach((e) => e.classList.remove("sv-path"));
+      path = [];
+      readout.textContent = "\u00a0";
+    });
+    treeBox.replaceChildren(svg);
+    L = { svg, cols, counts, nodes, scores, scored: null };
+  }
+
+  // The beam at step t, best first by the chosen score: its live hypotheses, those finished by then, and greedy.
+  function fillTable(t) {
+    const a = model.get("alpha");
+    const rows = [];
+    for (let n = S.starts[t]; n < S.starts[t + 1]; n++) if (S.status[n] === KEPT) rows.push([n, "live"]);
+    for (let s = 1; s <= t; s++) {
+      for (let n = S.starts[s]; n < S.starts[s + 1]; n++) {
+        if (S.status[n] === FINISHED) rows.push([n, `finished at step ${s}`]);
+      }
+    }
+    rows.sort((x, y) => scoreOf(y[0]) - scoreOf(x[0]));
+    if (t === S.nSteps) {
+      rows.forEach((r) => { const k = S.result.indexOf(r[0]); if (k >= 0) r[1] += `, returned #${k + 1}`; });
+    }
+    if (S.greedy.length) rows.push([S.greedy[Math.min(t, S.greedy.length) - 1], "greedy"]);
+    const head = h("tr");
+    for (const c of ["", "hypothesis", "log P", `log P / N^${a}`, ""]) head.appendChild(h("th", "", c));
+    const out = [head];
+    rows.forEach(([n, what], i) => {
+      const tr = h("tr", what.startsWith("greedy") ? "sv-greedy-row" : "");
+      tr.dataset.node = String(n);
+      const norm = normalised(S.logprob[n], S.step[n], a);
+      tr.append(h("td", "sv-beam-rank", what.startsWith("greedy") ? "" : String(i + 1)),
+        h("td", "sv-beam-hyp", hypothesis(S, n)), h("td", "sv-beam-num sv-beam-sum", S.logprob[n].toFixed(3)),
+        h("td", "sv-beam-num sv-beam-norm", norm.toFixed(3)), h("td", "sv-beam-what", what));
+      tr.children[2].dataset.value = String(S.logprob[n]);
+      tr.children[3].dataset.value = String(norm);
+      out.push(tr);
+    });
+    table.replaceChildren(...out);
+  }
+
+  // What a step, score or alpha change touches: which columns show, which kept nodes lead nowhere any more, the
+  // node scores (only when the score or alpha changed), the table.
+  function draw() {
+    const t = Math.min(Math.max(model.get("step"), 1), S.nSteps);
+    stepS.input.value = String(t);
+    stepS.value.textContent = `${t} / ${S.nSteps}`;
+    pruned.checked = model.get("show_pruned");
+    scoreSel.value = model.get("normalise") ? "norm" : "sum";
+    let shown = 0;
+    L.cols.forEach((g, s) => {
+      const on = s <= t;
+      g.style.display = on ? "" : "none";
+      g.classList.toggle("sv-current", s === t);
+      if (on) shown += L.counts[s];
+    });
+    // a kept node none of whose descendants is live at t (or finished by t) is a dead end: dimmed
+    const alive = new Uint8Array(S.N);
+    for (let n = S.starts[1]; n < S.starts[t + 1]; n++) {
+      if ((S.status[n] === KEPT && S.step[n] === t) || S.status[n] === FINISHED) {
+        for (let m = n; m >= 0 && !alive[m]; m = S.parent[m]) alive[m] = 1;
+      }
+    }
+    for (let n = 1; n < S.starts[t + 1]; n++) {
+      if (L.nodes[n] && S.status[n] === KEPT) L.nodes[n].classList.toggle("sv-dropped", !alive[n]);
+    }
+    const key = `${model.get("normalise")}:${model.get("alpha")}`;
+    if (L.scored !== key) {
+      for (let n = 1; n < S.N; n++) if (L.scores[n]) L.scores[n].textContent = fmt(scoreOf(n));
+      L.scored = key;
+    }
+    root.classList.toggle("sv-at-end", t === S.nSteps);
+    fillTable(t);
+    root.dataset.step = String(t);
+    root.dataset.shown = String(shown);
+    root.dataset.showPruned = String(model.get("show_pruned"));
+    root.dataset.score = model.get("normalise") ? "norm" : "sum";
+  }
+
+  function rebuild() {
+    S = readSearch(model);
+    showTitle(title, model);
+    stepS.input.max = String(S.nSteps);
+    const lp = S.lengthPenalty;
+    const by = lp ? `log P / N^${lp}` : "log P, the sum of log-probabilities";
+    note.textContent = `A beam of ${S.beamSize} ranked by ${by}` +
+      (S.greedy.length ? "; the dashed line is greedy decoding's path." : ".");
+    layout();
+    draw();
+  }
+
+  rebuild();
+  // New search data rebuilds; the pruned switch re-lays the tree out; step and scoring redraw.
+  return onChanges(model, {
+    data: ["parent", "status", "logprob", "token", "vocab", "step_start", "greedy", "result", "beam_size",
+      "length_penalty", "joiner", "title"],
+    layout: ["show_pruned"],
+    view: ["step", "normalise", "alpha"],
+  }, (kinds) => {
+    if (kinds.has("data")) rebuild();
+    else if (kinds.has("layout")) { layout(); draw(); } else draw();
+  });
+}
+
+export default { render };
