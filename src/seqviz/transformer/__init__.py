@@ -5,6 +5,8 @@
 - `lm`      the decoder-only ``TransformerLM`` (causal, decoding through the cache; ``causal=False`` is the masked
             LM, BERT) and the losses that score it on a long text (``window_loss``, ``sliding_loss``)
 - `encdec`  the ``EncoderDecoderTransformer`` and its decoder binding (``model.bind(src, mask)``)
+- `bert`    BERT's encoder (post-norm blocks, GELU) and a pretrained checkpoint's weights in it
+            (``BertEncoder.from_pretrained``, ``load_minilm``; tokenizer: ``seqviz.data.wordpiece``)
 
 Everything public is importable from ``seqviz.transformer`` directly. The LM windows and BERT's corruption live in
 ``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 6 imports them from here too.
@@ -15,10 +17,12 @@ from .encdec import EncDecState, EncoderDecoderBinding, EncoderDecoderConfig, En
 from .layers import (AttnOut, BlockCache, BlockOut, FeedForward, KVCache, LayerNorm, LearnedPositions,
                      MultiHeadAttention, SinusoidalPositions, TransformerBlock, sinusoidal_encoding)
 from .layers import _check_base, _positive_int  # noqa: F401  (the positional widget checks its sliders with them)
+from .bert import BertConfig, BertEncoder, BertOut, load_minilm, minilm_path
 from .lm import DecodeState, TransformerConfig, TransformerLM, sliding_loss, window_loss
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", "AttnOut", "FeedForward",
            "TransformerBlock", "BlockCache", "BlockOut", "LearnedPositions", "SinusoidalPositions",
            "TransformerConfig", "TransformerLM", "DecodeState", "window_loss", "sliding_loss",
            "EncoderDecoderConfig", "EncoderDecoderTransformer", "EncDecState", "EncoderDecoderBinding",
+           "BertConfig", "BertEncoder", "BertOut", "load_minilm", "minilm_path",
            "mask_tokens", "masked_windows", "random_windows"]
