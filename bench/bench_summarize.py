@@ -12,7 +12,7 @@ Rows, in the chapter's order (``kind``):
   copy-only headline from the first 60 words;
 - ``delta``: SLP §9.9's decoder-only LM (the BPE checkpoint ``bbc_lm.pt`` fine-tuned 300 steps on the pairs, greedy);
 - ``selector``: keep/drop compression (Filippova & Altun 2013), the 10-feature regression at k = 5 and at the k best
-  on validation;
+  on validation, and a token head on the delta LM's pretrained checkpoint (300 steps of 16 leads) at k = 5;
 - ``copy``: word-level models trained from scratch for the same 150 steps (chapter 6's encoder-decoder and SLP's
   decoder-only δ LM, each with and without the copy head), and the checkpoint ``bbc_copy.pt`` (``make
   copy-summarizer``: gap-sentence pretraining + 150 fine-tuning steps), greedy, no repeated word, no punctuation,
@@ -36,11 +36,11 @@ from _results import write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
-from seqviz.summarize import (IdfTable, KeepDropRegression, WordFeatures, best_sentence_oracle,  # noqa: E402
+from seqviz.summarize import (IdfTable, KeepDropHead, KeepDropRegression, WordFeatures, best_sentence_oracle,  # noqa: E402
                               best_window_oracle, centroid_sentence, choose_lead_k, compression_oracle,
-                              copy_only_oracle, evaluate_rouge, finetune, first_sentence, lead_baseline,
-                              load_copy_summarizer, load_pretrained, random_sentence_baseline, swap_test,
-                              textrank_sentence, write_headlines)
+                              copy_only_oracle, evaluate_rouge, finetune, first_sentence, head_scores, lead_baseline,
+                              load_copy_summarizer, load_pretrained, random_sentence_baseline, select_words,
+                              swap_test, textrank_sentence, train_keep_drop_head, write_headlines)
 from seqviz.summarize.copy_checkpoint import CopyRecipe, _fit  # noqa: E402
 from seqviz.summarize.copy_models import build_copy_model  # noqa: E402
 from seqviz.summarize.evaluation import rouge_bootstrap, score_headlines  # noqa: E402
@@ -91,7 +91,7 @@ def delta_lm(corpus, test, lead, steps: int) -> dict:
                train_cpu_s=round(cpu, 1))
 
 
-def selector(corpus, test, lead) -> tuple[list[dict], KeepDropRegression]:
+def selector(corpus, test, lead, steps: int) -> tuple[list[dict], KeepDropRegression]:
     c0 = time.process_time()
     sel = KeepDropRegression(WordFeatures(corpus.train)).fit(corpus.train)
     cpu = time.process_time() - c0
@@ -102,6 +102,14 @@ def selector(corpus, test, lead) -> tuple[list[dict], KeepDropRegression]:
     rows = [row("selector", f"keep/drop regression, top {k}" + (" (k best on validation)" if k == best else ""),
                 test, [sel.headline(a.body, k) for a in test], lead, train_cpu_s=round(cpu, 1))
             for k in sorted({5, best})]
+    lm, tok, _ = load_pretrained()
+    head = KeepDropHead(lm, tok, lm.config.d_model)
+    c0 = time.process_time()
+    train_keep_drop_head(head, corpus.train, steps=steps)
+    cpu = time.process_time() - c0
+    rows.append(row("selector", "keep/drop token head on the pretrained delta LM, top 5", test,
+                    [select_words(*head_scores(head, a.body), 5) for a in test], lead, steps=steps,
+                    train_cpu_s=round(cpu, 1)))
     return rows, sel
 
 
@@ -144,7 +152,7 @@ def main() -> None:
     rows = targets(corpus, test)
     lead = [lead_baseline(a.body, 5) for a in test]
     rows.append(delta_lm(corpus, test, lead, 300 // div))
-    sel_rows, sel = selector(corpus, test, lead)
+    sel_rows, sel = selector(corpus, test, lead, 300 // div)
     rows += sel_rows
     rows += copy_models(corpus, test, lead, 150 // div, sel, args.checkpoint)
     lead5 = next(r for r in rows if r["name"] == "lead-5")

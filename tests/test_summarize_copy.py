@@ -171,3 +171,20 @@ def test_rouge_bootstrap_and_diagnostics():
     arts = [NS(body="BA profits fell sharply", headline="x")] * 2
     d = headline_diagnostics(arts, ["BA profits fall", "BA profits fell"])
     assert d["distinct"] == 2 and d["novel_word_share"] == 1 / 6 and d["heads_with_novel"] == 0.5
+
+
+def test_keep_drop_head_reads_each_lead_word_at_its_last_piece():
+    from seqviz.summarize import load_pretrained
+    from seqviz.summarize.compress import KeepDropHead, head_scores, lead_words, train_keep_drop_head
+
+    lm, tok, _ = load_pretrained()
+    head = KeepDropHead(lm, tok, lm.config.d_model)
+    body = "British Airways has blamed high fuel prices for a 40% drop in profits."
+    ids, last, words = head.encode(body, lm.config.max_len)
+    assert words == lead_words(body) and len(last) == len(words) and last == sorted(last)
+    assert tok.decode(ids[:last[1] + 1]) == "British Airways"
+    arts = [NS(body=body, headline="High fuel prices hit BA's profits")] * 4
+    losses = train_keep_drop_head(head, arts, steps=30, batch_size=4, lr=3e-3)
+    assert losses[-1] < losses[0]
+    w, p = head_scores(head, body)
+    assert w == words and p[words.index("fuel")] > p[words.index("has")]

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from seqviz.metrics import rouge_tokenize
 
 __all__ = ["LEAD_WORDS", "lead_words", "keep_drop_labels", "select_words", "token_prior", "WordFeatures",
-           "KeepDropRegression", "KeepDropHead"]
+           "KeepDropRegression", "KeepDropHead", "train_keep_drop_head", "head_scores"]
 
 #: words of the lead that a selector reads (BBC: 58 % of headline words occur in the first 60 words of the body)
 LEAD_WORDS = 60
@@ -205,16 +205,21 @@ class KeepDropHead(nn.Module):
         self.w = nn.Linear(d_model, 1)
 
     def encode(self, article: str, max_len: int) -> tuple[list[int], list[int], list[str]]:
-        """(piece ids, the index of each word's last piece, the words that fit in ``max_len`` pieces)."""
+        """(piece ids of the article's opening as the LM read it in pretraining, for each lead word (:func:`lead_words`)
+        the index of the last piece of the white-space word holding it, the lead words that fit in ``max_len``)."""
+        from seqviz.summarize.words import word_tokens
+
         ids, last, words = [], [], []
-        for i, w in enumerate(lead_words(article, self.n_words)):
+        for i, w in enumerate(article.split()):
             p = self.tok.encode((" " if i else "") + w)
-            if len(ids) + len(p) > max_len:
+            if len(ids) + len(p) > max_len or len(words) >= self.n_words:
                 break
             ids += p
-            last.append(len(ids) - 1)
-            words.append(w)
-        if not ids:
+            for t in word_tokens(w, lower=False):
+                if any(ch.isalnum() for ch in t) and len(words) < self.n_words:
+                    last.append(len(ids) - 1)
+                    words.append(t)
+        if not words:
             raise ValueError("the article is empty: there is no lead word to score")
         return ids, last, words
 
@@ -222,3 +227,55 @@ class KeepDropHead(nn.Module):
         """idx (B, T) -> keep logits (B, T) at every piece (read those at each word's last piece)."""
         h, _, _ = self.lm._run(idx, mask, False, None, 0, False)                  # (B, T, d) the final states
         return self.w(h).squeeze(-1)                                              # (B, T, d) -> (B, T)
+
+
+def train_keep_drop_head(head: KeepDropHead, articles, steps: int = 300, batch_size: int = 16, lr: float = 1e-3,
+                         seed: int = 0) -> list[float]:
+    """Fine-tune the head and its LM on the keep/drop labels of ``articles`` (binary cross-entropy at each word's last
+    piece), AdamW, ``steps`` batches of ``batch_size`` leads; returns the loss of every step. The LM is changed in
+    place: pass a copy to keep the pretrained one."""
+    import random
+
+    arts = list(articles)
+    if not arts:
+        raise ValueError("no articles to train the head on")
+    max_len = head.lm.config.max_len
+    data = []
+    for a in arts:
+        ids, last, words = head.encode(a.body, max_len)
+        labels = keep_drop_labels(a.body, a.headline, head.n_words)[1][:len(words)]
+        data.append((ids, last, labels))
+    rng = random.Random(seed)
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=0.01)
+    pad = head.tok.pad_id
+    losses, order = [], []
+    head.train()
+    for _ in range(steps):
+        if len(order) < batch_size:
+            order += rng.sample(range(len(data)), len(data))
+        chunk, order = [data[i] for i in order[:batch_size]], order[batch_size:]
+        T = max(len(ids) for ids, _, _ in chunk)
+        idx = torch.full((len(chunk), T), pad, dtype=torch.long)                 # (B, T)
+        y = torch.full((len(chunk), T), -1.0)                                     # (B, T) -1: not a word's end
+        for b, (ids, last, labels) in enumerate(chunk):
+            idx[b, :len(ids)] = torch.tensor(ids)
+            y[b, last] = torch.tensor(labels, dtype=torch.float32)
+        z = head(idx, idx != pad)                                                 # (B, T)
+        loss = F.binary_cross_entropy_with_logits(z[y >= 0], y[y >= 0])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    head.eval()
+    return losses
+
+
+@torch.no_grad()
+def head_scores(head: KeepDropHead, article: str) -> tuple[list[str], np.ndarray]:
+    """(the lead words that fit the LM's context, p(keep) of each) from a trained :class:`KeepDropHead`."""
+    from seqviz import evaluating
+
+    ids, last, words = head.encode(article, head.lm.config.max_len)
+    with evaluating(head):
+        z = head(torch.tensor([ids]))[0]                                          # (T,)
+    return words, torch.sigmoid(z[last]).numpy()
