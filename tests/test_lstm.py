@@ -546,11 +546,16 @@ def test_agreement_runs_record_every_epoch_and_units_are_read_from_the_same_stat
                                   verb_logits)
     from seqviz.agreement import _last_states
 
-    train, test = agreement_examples(300, 2, seed=0, p_present=1.0), agreement_examples(60, 3, seed=1, p_present=1.0)
+    train, test = agreement_examples(300, 2, seed=0, p_present=1.0), agreement_examples(120, 6, seed=1, p_present=1.0)
     vocab = agreement_vocab()
     run = train_agreement_lm("LSTM", 3, train, test, vocab, d=8, epochs=2, batch_size=64)
     assert run.kind == "LSTM" and len(run.by_epoch) == 2 and all(len(a) == 5 for a in run.by_epoch)
-    assert run.final == run.by_epoch[-1] and 0 <= run.adjacent <= 1 and not run.model.training
+    assert not any(a != a for a in run.accuracy())                              # every bin is filled
+    assert run.accuracy() == run.by_epoch[-1] and 0 <= run.adjacent <= 1 and not run.model.training
+    assert len(run.correct) == 2 and run.correct[0].shape == (120,) and run.correct[0].dtype == torch.bool
+    none, some = run.accuracy(bins=(0, 2), epoch=0)
+    right = [bool(c) for c, e in zip(run.correct[0], test) if e.phrases > 0 and e.attractors >= 2]
+    assert some == pytest.approx(sum(right) / len(right)) and none == run.by_epoch[0][0]
     again = train_agreement_lm("LSTM", 3, train, test, vocab, d=8, epochs=2, batch_size=64)
     assert torch.equal(torch.tensor(again.by_epoch).nan_to_num(-1), torch.tensor(run.by_epoch).nan_to_num(-1))  # seeded
     lm = run.model
@@ -611,3 +616,26 @@ def test_gru_step_exercise_check_accepts_the_cell_and_names_mistakes(capsys):
                      (lambda cell, x, h: (right(cell, x, h)[0], {"r": 0}), "no z, n")):
         assert not check_gru_step(fn)
         assert said in capsys.readouterr().out
+
+
+def test_state_grad_norms_of_the_whole_state_include_the_cell():
+    g = gen(7)
+    x = randn(3, 12, 4, g=g)
+    cell = LSTMCell(4, 6)
+    loss = lambda h: (h ** 2).sum()                                            # noqa: E731
+    both = state_grad_norms(cell, x, loss, wrt="state")
+    # by hand: leaf (h_t, c_t) at step t = 5, run on to T, gradient of both parts
+    state = cell.init_state(3)
+    for t in range(5):
+        state = cell(x[:, t], state)
+    h5, c5 = (s.detach().requires_grad_() for s in cell(x[:, 5], state))
+    state = (h5, c5)
+    for t in range(6, 12):
+        state = cell(x[:, t], state)
+    dh, dc = torch.autograd.grad(loss(state[0]), (h5, c5))
+    assert both[11 - 5] == pytest.approx(float(torch.cat([dh, dc], -1).norm(dim=-1).mean()), rel=1e-5)
+    assert state_grad_norms(cell, x, loss)[11 - 5] == pytest.approx(float(dh.norm(dim=-1).mean()), rel=1e-5)
+    gru = GRUCell(4, 6)
+    assert torch.allclose(state_grad_norms(gru, x, loss, wrt="state"), state_grad_norms(gru, x, loss))
+    with pytest.raises(ValueError, match="wrt must be"):
+        state_grad_norms(cell, x, loss, wrt="c")

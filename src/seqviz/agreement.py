@@ -86,19 +86,30 @@ def accuracy_by_attractors(correct: Tensor, examples: Sequence[AgreementExample]
 
 @dataclass
 class AgreementRun:
-    """One trained agreement LM: its name and seed, the model, and accuracy by attractors after every epoch."""
+    """One trained agreement LM: its name and seed, the model, and which test sentences it got right after every
+    epoch (``correct[e]``, (N,) bool, in the order of the test examples it was scored on)."""
 
     kind: str
     seed: int
     model: torch.nn.Module
-    by_epoch: list[list[float]] = field(default_factory=list)  # epoch -> accuracy per ATTRACTOR_BINS bin
-    adjacent: float = float("nan")  # accuracy with the verb right after the subject (no phrase between)
+    test: Sequence[AgreementExample] = ()
+    correct: list[Tensor] = field(default_factory=list)  # epoch -> (N,) bool
     seconds: float = 0.0  # training time, evaluations included
 
+    def accuracy(self, bins: Sequence[int] = ATTRACTOR_BINS, epoch: int = -1) -> list[float]:
+        """Accuracy by attractors after ``epoch`` (default the last; see :func:`accuracy_by_attractors`)."""
+        return accuracy_by_attractors(self.correct[epoch], self.test, bins)
+
     @property
-    def final(self) -> list[float]:
-        """Accuracy by attractors after the last epoch."""
-        return self.by_epoch[-1]
+    def by_epoch(self) -> list[list[float]]:
+        """Accuracy by ATTRACTOR_BINS after every epoch."""
+        return [self.accuracy(epoch=e) for e in range(len(self.correct))]
+
+    @property
+    def adjacent(self) -> float:
+        """Accuracy after the last epoch with the verb right after its subject (no phrase between)."""
+        near = torch.tensor([e.phrases == 0 for e in self.test])
+        return self.correct[-1][near].float().mean().item()
 
 
 def train_agreement_lm(kind: str, seed: int, train: Sequence[AgreementExample], test: Sequence[AgreementExample],
@@ -112,13 +123,12 @@ def train_agreement_lm(kind: str, seed: int, train: Sequence[AgreementExample], 
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
     Model, Config = KINDS[kind]
     set_seed(seed)
-    run = AgreementRun(kind, seed, Model(Config(len(vocab), d_emb=d, d_h=d)))
+    run = AgreementRun(kind, seed, Model(Config(len(vocab), d_emb=d, d_h=d)), list(test))
+    labels = torch.tensor([e.label for e in test])
 
     def score(trainer, event, info):
         if event == "epoch":
-            right = verb_logits(run.model, test, vocab).argmax(-1) == torch.tensor([e.label for e in test])
-            run.by_epoch.append(accuracy_by_attractors(right, test))
-            run.adjacent = right[torch.tensor([e.phrases == 0 for e in test])].float().mean().item()
+            run.correct.append(verb_logits(run.model, test, vocab).argmax(-1) == labels)
 
     hist = Trainer(run.model, TrainConfig(epochs=epochs, lr=lr, seed=seed, progress=False, device="cpu"),
                    agreement_lm_batches(train, vocab, batch_size, seed=seed), step=lm_step(stateful=False),

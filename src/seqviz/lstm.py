@@ -372,21 +372,34 @@ class GRUClassifier(LSTMClassifier):
     layer_class = GRU
 
 
-def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None = None) -> Tensor:
+def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None = None, wrt: str = "h") -> Tensor:
     """||dL_T/dh_t|| against the distance T - t, mean over the batch, for a loss L_T = loss_fn(h_T) that sees only
     the last state: (T,), index 0 = h_T itself. Any cell (Elman, LSTM, GRU), by autograd through the step loop.
 
-    A measurement, not a layer: it keeps every h_t as a graph node so that autograd can give dL_T/dh_t.
+    ``wrt="state"`` measures the gradient with respect to the whole state the cell carries, (h_t, c_t) for an LSTM
+    (the norm of both together): the cell state is where an LSTM's highway runs, and a trained LSTM that latches a
+    value in c_t can shut its gates to h_t, whose own gradient then fades. For an Elman cell or a GRU it is "h".
+    A measurement, not a layer: it keeps every state as a graph node so that autograd can give dL_T/ds_t.
     """
+    if wrt not in ("h", "state"):
+        raise ValueError(f"wrt must be 'h' (the hidden state) or 'state' (every part of the cell's state), got {wrt!r}")
     B, T, _ = x.shape
     state = cell.init_state(B, x.device, x.dtype) if state0 is None else state0
-    hs = []
+    kept = []
     for t in range(T):
         state = cell(x[:, t], state)
-        h_t = state if isinstance(state, Tensor) else state[0]                    # (B, d_h)
-        hs.append(h_t)
-    grads = torch.autograd.grad(loss_fn(hs[-1]), hs, allow_unused=True)
-    norms = [torch.zeros(()) if g is None else g.norm(dim=-1).mean() for g in grads]
+        # the carried state as nodes of their own, so that the gradient with respect to c_t is the one that reaches
+        # it through the next step, not also through h_t = o_t tanh(c_t) of this step
+        state = state.clone() if isinstance(state, Tensor) else type(state)(p.clone() for p in state)
+        parts = (state,) if isinstance(state, Tensor) else tuple(state)             # h_t first, then c_t (LSTM)
+        kept.append(parts[:1] if wrt == "h" else parts)
+    h_T = kept[-1][0]                                                              # (B, d_h)
+    grads = iter(torch.autograd.grad(loss_fn(h_T), [p for parts in kept for p in parts], allow_unused=True))
+    norms = []
+    for parts in kept:
+        squares = [next(grads) for _ in parts]
+        total = sum(g.pow(2).sum(-1) for g in squares if g is not None)            # (B,), or 0 if nothing reached
+        norms.append(torch.zeros(()) if isinstance(total, int) else total.sqrt().mean())
     return torch.stack(norms).flip(0).detach()                                    # (T,)
 
 
