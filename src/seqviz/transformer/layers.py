@@ -359,21 +359,27 @@ class TransformerBlock(nn.Module):
     y = LayerNorm(z + FFNN(z)). norm="pre" (Xiong et al. 2020, GPT-2) normalises the input of each sublayer and
     leaves the residual stream untouched: z = x + SelfAttn(LayerNorm(x)), y = z + FFNN(LayerNorm(z)); it trains
     stably at higher learning rates. ``cross_attention=True`` adds the decoder's attention to an encoder's output
-    between the two (Vaswani et al. 2017). Dropout (p = ``dropout``) on each sublayer's output, as in torch.
+    between the two (Vaswani et al. 2017). Dropout (p = ``dropout``) on each sublayer's output, as in torch; on the
+    attention weights and inside the feed-forward layer too, unless ``attn_dropout`` / ``ffn_dropout`` say otherwise
+    (GPT-2 has none inside the feed-forward layer; on a CPU every dropout mask costs a random draw per element).
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
                  norm: str = "post", activation: str = "relu", bias: bool = True, cross_attention: bool = False,
-                 eps: float = 1e-5, impl: str = "fused"):
+                 eps: float = 1e-5, impl: str = "fused", attn_dropout: float | None = None,
+                 ffn_dropout: float | None = None):
         super().__init__()
         _check_choice("norm", norm, _NORMS)
         d_ff = 4 * d_model if d_ff is None else d_ff
+        attn_dropout = dropout if attn_dropout is None else attn_dropout
+        ffn_dropout = dropout if ffn_dropout is None else ffn_dropout
         self.norm = norm
-        self.attn = MultiHeadAttention(d_model, num_heads, dropout, bias, impl)
+        self.attn = MultiHeadAttention(d_model, num_heads, attn_dropout, bias, impl)
         self.ln1 = LayerNorm(d_model, eps, impl)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, impl) if cross_attention else None
+        self.cross_attn = (MultiHeadAttention(d_model, num_heads, attn_dropout, bias, impl) if cross_attention
+                           else None)
         self.ln_cross = LayerNorm(d_model, eps, impl) if cross_attention else None
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias)
+        self.ffn = FeedForward(d_model, d_ff, activation, ffn_dropout, bias)
         self.ln2 = LayerNorm(d_model, eps, impl)
         self.drop1, self.drop_cross, self.drop2 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 

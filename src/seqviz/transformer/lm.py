@@ -19,6 +19,7 @@ from seqviz._checks import IGNORE_INDEX, _IMPLS, _check_choice, _check_ids, _che
 from seqviz.decode import generate as decode_generate
 from seqviz.decode import next_token_logits_by_step
 
+from .loss import linear_cross_entropy
 from .layers import (_ACTIVATIONS, _NORMS, _POSITIONS, BlockCache, KVCache, LayerNorm, LearnedPositions,
                      MultiHeadAttention, SinusoidalPositions, TransformerBlock, _check_span, _init_weights)
 
@@ -36,6 +37,8 @@ class TransformerConfig:
     num_layers: int = 2          # L blocks
     d_ff: int | None = None      # feed-forward width, default 4 d_model
     dropout: float = 0.0         # on embeddings, attention weights and each sublayer's output
+    attn_dropout: float | None = None   # on the attention weights (None: dropout)
+    ffn_dropout: float | None = None    # inside the feed-forward layer, after the activation (None: dropout)
     norm: str = "pre"            # "pre" (GPT-2, stable) or "post" (SLP's (9.40)-(9.41), the original)
     positions: str = "learned"   # "learned", "sinusoidal" or "none" (then the model cannot tell order)
     activation: str = "gelu"     # of the feed-forward layer: "gelu" or "relu"
@@ -62,8 +65,10 @@ class TransformerConfig:
         _check_choice("positions", self.positions, _POSITIONS)
         _check_choice("activation", self.activation, tuple(_ACTIVATIONS))
         _check_choice("impl", self.impl, _IMPLS)
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("dropout", "attn_dropout", "ffn_dropout"):
+            p = getattr(self, name)
+            if not (p is None and name != "dropout") and not (isinstance(p, (int, float)) and 0 <= p < 1):
+                raise ValueError(f"{name} must be in [0, 1){'' if name == 'dropout' else ' or None'}, got {p!r}")
 
     @classmethod
     def tiny(cls, vocab_size: int, **kw):
@@ -111,7 +116,8 @@ class TransformerLM(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             TransformerBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm, c.activation, c.bias, eps=c.eps,
-                             impl=c.impl) for _ in range(c.num_layers))
+                             impl=c.impl, attn_dropout=c.attn_dropout, ffn_dropout=c.ffn_dropout)
+            for _ in range(c.num_layers))
         # pre-norm leaves the residual stream unnormalised: one last LayerNorm before the output layer (GPT-2)
         self.ln_f = LayerNorm(c.d_model, c.eps, c.impl) if c.norm == "pre" else nn.Identity()
         self.V = nn.Linear(c.d_model, c.vocab_size, bias=False)
@@ -180,6 +186,22 @@ class TransformerLM(nn.Module):
             loss = F.cross_entropy(logits.reshape(B * T, c.vocab_size), targets.reshape(B * T),
                                    ignore_index=IGNORE_INDEX)                     # (B*T, V) vs (B*T,)
         return (logits, loss, attn) if return_attention else (logits, loss)
+
+    def loss(self, idx: Tensor, targets: Tensor, mask: Tensor | None = None) -> Tensor:
+        """The training loss of ``forward(idx, targets, mask)`` without its logits: the output layer and the
+        cross-entropy (9.12)-(9.13) computed chunk by chunk (``linear_cross_entropy``; the same loss and gradients,
+        tested). With a word vocabulary the (B, T, V) logits and their softmax are most of a small model's step: this
+        is the fast path for training on PTB. A step function for the trainer: ``StepOutput(model.loss(b.x, b.y))``."""
+        c = self.config
+        _check_ids(idx, c.vocab_size)
+        B, T = idx.shape
+        if T > c.max_len:
+            _check_span(T, 0, c.max_len)
+        if mask is not None:
+            _check_mask(mask, (B, T))
+        _check_targets(targets, (B, T), c.vocab_size)
+        h, _, _ = self._run(idx, mask, False, None, 0, False)                     # (B, T, d_model)
+        return linear_cross_entropy(h.reshape(B * T, c.d_model), self.V.weight, targets.reshape(B * T))
 
     @torch.no_grad()
     def attention_weights(self, idx: Tensor) -> Tensor:
