@@ -22,7 +22,14 @@ with paired bootstrap significance (chapter 5). Figures go to bench/results/atte
    model (chapter 5's heatmap), and paired bootstrap resampling (Koehn, 2004; ``seqviz.metrics.paired_bootstrap``) of
    attention vs none and of beam vs greedy: the difference, its 95% interval and p (``translation_significance``).
 
-``--skip-attention-timing`` runs only 4 and writes attention_translation.json instead. Why 30 epochs, and the history
+5. (``--bottleneck``) the bottleneck on a task whose information grows with the source: reverse a random string
+   of 4-24 letters; with and without attention, several seeds, until the validation loss flattens (best epoch
+   kept); exact match and per-character accuracy by source length (``bottleneck``).
+6. (``--scheduled-sampling``) dates without attention: teacher forcing vs scheduled sampling (Bengio et al., 2015;
+   eps decayed per update), free-running exact match, several seeds (``scheduled_sampling``).
+
+5 and 6 rewrite only their own part of attention.json (with a ``*_machine`` record) and keep the rest; about 7 and 4
+minutes on one thread. ``--skip-attention-timing`` runs only 4 and writes attention_translation.json instead. Why 30 epochs, and the history
 of the reference run: bench/README.md.
 """
 from __future__ import annotations
@@ -33,14 +40,14 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _results import machine, write_results
+from _results import machine, read_results, write_results
 from torch.profiler import ProfilerActivity, profile
 
 import seqviz
 from seqviz.attention import attention
-from seqviz.data import date_pairs, translation_pairs
+from seqviz.data import date_pairs, pad_batch, translation_pairs
 from seqviz.metrics import bleu, exact_match, paired_bootstrap
-from seqviz.seq2seq import Seq2Seq, Seq2SeqConfig, translate
+from seqviz.seq2seq import Seq2Seq, Seq2SeqConfig, inverse_sigmoid_decay, translate
 from seqviz.train import TrainConfig, Trainer, WarmupCosine
 
 
@@ -206,6 +213,109 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
     return rows, examples, significance
 
 
+def reversal_pairs(n_train: int, n_valid: int, n_test: int, max_len: int, batch_size: int, seed: int):
+    """Reverse a random string of 4..max_len lowercase letters: each letter is log2(26) = 4.7 bits the decoder
+    needs, so the information grows with the source (a date is ~16 bits, whatever its length)."""
+    import random
+
+    from seqviz.data import pair_task
+    rng = random.Random(seed)
+
+    def draw(n):
+        out = []
+        for _ in range(n):
+            s = [rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, max_len))]
+            out.append((s, s[::-1]))
+        return out
+    return pair_task(draw(n_train), draw(n_valid), draw(n_test), batch_size, seed=seed)
+
+
+def fit_best(model, task, epochs: int, lr: float, step=None, callbacks=()):
+    """Train with the chapter's optimiser and schedule; the best epoch by validation loss is kept. -> (history, s)"""
+    import tempfile
+    from pathlib import Path
+    t0 = time.process_time()
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(model, TrainConfig(epochs=epochs, lr=lr, schedule=WarmupCosine(warmup=50), progress=False,
+                                             checkpoint=Path(tmp) / "best.pt"), task.train, task.valid,
+                          step=step, callbacks=callbacks)
+        hist = trainer.fit()
+        trainer.load_checkpoint()
+    return hist, time.process_time() - t0
+
+
+def bottleneck_table(seeds, epochs: int, max_len: int, n_train: int, lr: float) -> dict:
+    """Reversal of random letter strings, with and without attention, trained until the validation loss stops
+    improving: exact match and per-character accuracy against source length, one row per seed and model."""
+    edges = list(range(4, max_len + 2, 4))                       # bins [4, 8), [8, 12), ... up to max_len
+    rows = []
+    for seed in seeds:
+        task = reversal_pairs(n_train, 300, 600, max_len, 128, seed)
+        src_len = torch.tensor([len(s) for s in task.test_src])
+        for attn in (None, "general"):
+            seqviz.set_seed(seed)
+            model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=attn))
+            hist, cpu_s = fit_best(model, task, epochs, lr)
+            x, mask = pad_batch(task.test_src, task.src_vocab.pad_id)                # (N, S) x2
+            out = model.greedy(x, mask, max_new_tokens=max_len + 5)
+            ok = torch.tensor([o == t for o, t in zip(out, task.test_tgt)])
+            # per character: the share of the target's letters right at their position (</s> not counted)
+            chars = torch.tensor([sum(a == b for a, b in zip(o, t[:-1])) / (len(t) - 1)
+                                  for o, t in zip(out, task.test_tgt)])
+            bins = list(zip(edges, edges[1:]))
+            row = {"seed": seed, "attention": attn or "none", "epochs": epochs,
+                   "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
+                   "valid_loss": [round(v, 4) for v in hist.valid_loss],
+                   "exact_match": ok.float().mean().item(),
+                   "exact_by_length": [ok[(src_len >= lo) & (src_len < hi)].float().mean().item() for lo, hi in bins],
+                   "chars_by_length": [chars[(src_len >= lo) & (src_len < hi)].mean().item() for lo, hi in bins],
+                   "cpu_s": cpu_s}
+            rows.append(row)
+            print(f"reversal, seed {seed}, attention={row['attention']:>8}: exact {row['exact_match']:.3f}, by length "
+                  f"{[round(v, 2) for v in row['exact_by_length']]}, chars {[round(v, 2) for v in row['chars_by_length']]}"
+                  f", best epoch {row['best_epoch']} of {epochs}, {cpu_s:.0f} CPU s", flush=True)
+    return {"task": "reverse a random string of 4..max_len letters a-z", "max_len": max_len, "n_train": n_train,
+            "n_valid": 300, "n_test": 600, "epochs": epochs, "lr": lr, "preset": "tiny", "length_edges": edges,
+            "rows": rows}
+
+
+def scheduled_sampling_table(seeds, epochs: int, lr: float, k: float) -> dict:
+    """Dates without attention (the model that makes mistakes): pure teacher forcing against scheduled sampling, the
+    coin's weight eps_i = k / (k + exp(i / k)) decayed per update i (Bengio et al., 2015); validation is always
+    teacher-forced (the same loss for both), the test is free-running greedy decoding (exact match)."""
+    from seqviz.steps import StepOutput
+    task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
+    rows = []
+    for seed in seeds:
+        for mode in ("teacher forcing", "scheduled sampling"):
+            seqviz.set_seed(seed)
+            model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=None))
+            updates = [0]
+            eps_used = []
+
+            def step(m, batch, carry=None):
+                if m.training and mode == "scheduled sampling":
+                    eps = inverse_sigmoid_decay(updates[0], k)
+                    updates[0] += 1
+                    eps_used.append(eps)
+                else:
+                    eps = 1.0
+                logits, loss = m(batch.x, batch.y, batch.mask, teacher_forcing=eps)
+                return StepOutput(loss, logits, None)
+            hist, cpu_s = fit_best(model, task, epochs, lr, step=step)
+            ok = exact_match(model, task.test_src, task.test_tgt, task.src_vocab.pad_id)
+            rows.append({"seed": seed, "training": mode, "epochs": epochs, "k": k if eps_used else None,
+                         "eps_first_last": [round(eps_used[0], 3), round(eps_used[-1], 3)] if eps_used else None,
+                         "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
+                         "valid_loss_teacher_forced": hist.best["valid_loss"],
+                         "exact_match_free_running": ok.float().mean().item(), "cpu_s": cpu_s})
+            print(f"dates, no attention, seed {seed}, {mode:>18}: free-running exact match "
+                  f"{rows[-1]['exact_match_free_running']:.3f}, best epoch {rows[-1]['best_epoch']}, "
+                  f"{cpu_s:.0f} CPU s", flush=True)
+    return {"task": "dates (6000 train, 500 test), tiny preset, no attention", "epochs": epochs, "lr": lr, "k": k,
+            "updates_per_epoch": len(task.train), "rows": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="T up to 1024, throughput only (no date-task training)")
@@ -226,8 +336,29 @@ def main() -> None:
                     help="paired bootstrap resamples for the BLEU comparisons (Koehn, 2004)")
     ap.add_argument("--device", default=None, help="device for translation training (default: seqviz.default_device())")
     ap.add_argument("--skip-attention-timing", action="store_true", help="only the translation table")
+    ap.add_argument("--bottleneck", action="store_true",
+                    help="only 5: reversal with and without attention by source length (kept with the rest)")
+    ap.add_argument("--scheduled-sampling", action="store_true",
+                    help="only 6: dates without attention, teacher forcing vs scheduled sampling (kept with the rest)")
+    ap.add_argument("--seeds", default="0,1,2", help="seeds for 5 and 6")
+    ap.add_argument("--bottleneck-epochs", type=int, default=40)
+    ap.add_argument("--ss-epochs", type=int, default=20)
+    ap.add_argument("--ss-k", type=float, default=100.0, help="inverse sigmoid decay's k, per update")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
+    if args.bottleneck or args.scheduled_sampling:
+        # these modes rewrite their own part of attention.json (with its own machine record) and keep the rest
+        seeds = [int(s) for s in args.seeds.split(",")]
+        old = read_results("attention") or {}
+        if args.bottleneck:
+            old["bottleneck"] = bottleneck_table(seeds, args.bottleneck_epochs, 24, 6000, 5e-3)
+            old["bottleneck_machine"] = machine()
+            write_results("attention", old)
+        if args.scheduled_sampling:
+            old["scheduled_sampling"] = scheduled_sampling_table(seeds, args.ss_epochs, 1e-2, args.ss_k)
+            old["scheduled_sampling_machine"] = machine()
+            write_results("attention", old)
+        return
     load_start = os.getloadavg()
     lengths = [128, 256, 512, 1024] if args.quick else [128, 256, 512, 1024, 2048]
     figures = {"threads": threads, "quick": args.quick,
