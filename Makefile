@@ -133,9 +133,8 @@ char-lstm: setup
 
 # Chapter 6's checkpoints (issue 22), by seqviz.transformer.pretrained's recipes on one thread, in float16:
 # dates_transformer.pt (SHIPPED_DATES, a 3+3-layer encoder-decoder on chapter 5's dates, about a minute) and
-# shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the build time is in the file record).
-# Each prints its SHA-256 to put in
-# seqviz.transformer.pretrained.SHA256.
+# shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the build time is in the file's record).
+# Each prints its SHA-256 to put in seqviz.transformer.pretrained.SHA256.
 .PHONY: checkpoints-transformer
 checkpoints-transformer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.transformer make dates

@@ -1,36 +1,35 @@
 """Benchmark: chapter 6's transformer LM on Shakespeare characters against a minimal GPT's CPU recipe, and on PTB.
 
-    .venv/bin/python bench/bench_transformer.py              # the protocol: reference + tuned rows (~9 min idle)
-    .venv/bin/python bench/bench_transformer.py --ablation   # also what each trick is worth (+~20 min: 11 runs of 90 s)
-    .venv/bin/python bench/bench_transformer.py --rows tuned-90 --ablation   # only tuned-90 and the ablation,
-                                                             # side by side; the other protocol rows are kept
+    .venv/bin/python bench/bench_transformer.py              # the protocol: reference + tuned + chapter rows (~9 min)
     .venv/bin/python bench/bench_transformer.py --rows tuned-90 --ablation --threads 1 --clock cpu
-                                   # the same on a shared machine: 90 s of one thread's CPU time each (~25 min)
+                          # what each choice is worth: 90 s of one thread's CPU time per run (a shared machine)
     .venv/bin/python bench/bench_transformer.py --quick      # a smoke run: every time mark / 10, NOT the protocol
-    .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB word-level rung (losses, not timings)
+    .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB rung (~70 min: 60 of training)
 
 The protocol (issue 12, fixed so the numbers compare): the ``shakespeare`` package's 42 ``texts/*_gut.txt`` files in
-sorted order, each read as text and concatenated with no separator (5,057,198 characters, 84 symbols: both checked);
-the first int(0.9 N) characters train, the rest validate. Validation loss = mean cross-entropy per character over
+sorted order, read as text and concatenated with no separator (5,057,198 characters, 84 symbols: both checked); the
+first int(0.9 N) characters train, the rest validate. Validation loss = mean cross-entropy per character over
 non-overlapping 64-character windows covering the whole validation split (``seqviz.transformer.window_loss``).
-2 threads. The training clock stops while the validation split is scored; the loss is printed when it passes 30, 60,
-90 and 139 s, with parameters, training tokens/s and the process's peak resident memory.
+2 threads, wall clock (``--clock cpu``: process CPU time, for a shared machine). The training clock stops while the
+validation split is scored at 30, 60, 90 and 139 s.
 
-Rows: ``reference``, the minimal GPT's documented CPU configuration (``REFERENCE``: 4 layers, 4 heads, width 128,
-context 64, batch 12, 2,000 iterations; 0.81M parameters) trained through our code, published on this machine class
-at 2.03 (90 s) and 1.87 (139 s); ``tuned-90`` / ``tuned-139``, our configuration ``TUNED`` with its schedule fitted
-to the 90 s or the 139 s budget; ``notebook``, the chapter's preset (fixed steps). ``--ablation`` trains ``TUNED``
-with one choice switched back at a time (``ABLATIONS``, 90 s each): its loss minus tuned-90's is what that choice is
-worth on this machine, throughput included.
+Rows: ``reference`` (a minimal GPT's documented CPU configuration through our code, ``REFERENCE``), ``tuned-90`` /
+``tuned-139`` (``TUNED``, its schedule fitted to the budget), ``chapter`` (the model chapter 6 trains live,
+``seqviz.transformer.CHAPTER_CHAR``, fixed steps) and ``shipped`` (the checkpoint chapter 6 loads, scored here on the
+protocol's validation split; its training time is the build's). ``--ablation`` trains ``TUNED`` at the 90 s budget
+with one choice changed at a time (``ABLATIONS``: switched back to the reference's, or one more trick: torch.compile,
+bf16 autocast, fused AdamW, sequence packing, Muon); its loss minus tuned-90's is what the choice is worth here,
+throughput included.
 
-``--ptb``: the decoder-only ``TransformerLM`` on Penn Treebank words (``PTB_PRESETS``; the 10k vocabulary and
-streams of ``bench_rnn.py``, 82,430 test targets), test and validation perplexity with ``sliding_loss`` (windows of
-64 every 32 words). Its rows carry ``corpus: "PTB"`` and a numeric ``test`` and the file carries the ``published``
-PTB figures, so the ladder (``seqviz.results.ladder``, the chapter recaps) draws them. A protocol run keeps the PTB
-rows and a ``--ptb`` run the protocol rows (``ptb_machine`` / ``protocol_machine`` say where each ran).
+``--ptb``: ``TransformerLM`` on Penn Treebank words (``PTB_PRESETS``; the 10k vocabulary and streams of
+``bench_rnn.py``, 82,430 test targets), trained on every training window once per epoch through the chunked output
+layer (``TransformerLM.loss``); after every epoch, validation and test perplexity with ``sliding_loss`` (windows of
+128 words every 64) and the training CPU minutes so far: the row's ``curve``, which the compute-matched ladder
+(``seqviz.recap``) draws. The rows carry ``corpus: "PTB"`` and a numeric ``test``; the file the ``published`` figures.
 
-Figures go to bench/results/transformer.json. Why ``TUNED`` is what it is, how its initialisation was chosen and
-what the recorded runs showed: bench/README.md, section bench_transformer.py.
+Figures go to bench/results/transformer.json; each mode rewrites its own part (``protocol_machine``,
+``ablation_machine``, ``ptb_machine``) and keeps the others. Why ``TUNED`` and the PTB preset are what they are:
+bench/README.md, section bench_transformer.py.
 """
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ import math
 import resource
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -50,10 +49,11 @@ from _results import machine, read_results, write_results  # noqa: E402
 from seqviz._checks import IGNORE_INDEX  # noqa: E402
 from seqviz.data import Vocab, load_corpus, sentence_stream  # noqa: E402
 from seqviz.data.corpora import _package_dir  # noqa: E402
-from seqviz.transformer import TransformerConfig, TransformerLM, sliding_loss, window_loss  # noqa: E402
+from seqviz.transformer import (CHAPTER_CHAR, TransformerConfig, TransformerLM, load_char_lm,  # noqa: E402
+                                sliding_loss, window_loss)
 
 N_CHARS, N_SYMBOLS = 5_057_198, 84
-MARKS = (30.0, 60.0, 90.0, 139.0)          # seconds of training wall time
+MARKS = (30.0, 60.0, 90.0, 139.0)          # seconds of training
 EVAL_T = 64                                # the evaluation window
 PUBLISHED = {"reference (published, this machine class)": {90.0: 2.03, 139.0: 1.87}}
 
@@ -73,17 +73,25 @@ class Recipe:
     weight_decay: float = 0.1
     betas: tuple = (0.9, 0.99)
     seed: int = 1337
-    bf16: bool = False                     # forward under torch.autocast(bfloat16): only where the CPU has AVX-512 BF16
-    extra: dict = field(default_factory=dict)
+    bf16: bool = False                     # forward under torch.autocast(bfloat16)
+    compile: bool = False                  # torch.compile the model (inductor; its compile time is not counted)
+    fused: bool = False                    # AdamW(fused=True)
+    pack: bool = False                     # every window once per pass (non-overlapping, shuffled) instead of
+                                           # windows from random places
+    muon_lr: float | None = None           # Muon (torch.optim.Muon) for the blocks' weight matrices at this rate;
+                                           # AdamW for the rest
 
 
 INIT_STD = 0.05                            # the tuned initial-weight std (GPT-2: 0.02); see bench/README.md
-REFERENCE = Recipe(dict(num_layers=4, num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre",
-                        activation="gelu"), batch_size=12, context=64, lr=1e-3, warmup=100, final=0.1, iters=2000)
-TUNED = Recipe(dict(num_layers=3, num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre", activation="gelu",
-                    init_std=INIT_STD), batch_size=32, context=64, lr=4e-3, warmup=50, final=0.05, betas=(0.9, 0.95))
-NOTEBOOK = Recipe(dict(num_layers=2, num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre",
-                       activation="gelu"), batch_size=32, context=64, lr=4e-3, warmup=30, final=0.05, iters=250)
+GPT = dict(num_heads=4, d_model=128, dropout=0.0, bias=False, norm="pre", activation="gelu")
+REFERENCE = Recipe(dict(GPT, num_layers=4), batch_size=12, context=64, lr=1e-3, warmup=100, final=0.1, iters=2000)
+TUNED = Recipe(dict(GPT, num_layers=3, init_std=INIT_STD), batch_size=32, context=64, lr=4e-3, warmup=50,
+               final=0.05, betas=(0.9, 0.95))
+CHAPTER = Recipe(dict(GPT, num_layers=CHAPTER_CHAR.num_layers, d_model=CHAPTER_CHAR.d_model,
+                      num_heads=CHAPTER_CHAR.num_heads, init_std=CHAPTER_CHAR.init_std),
+                 batch_size=CHAPTER_CHAR.batch_size, context=CHAPTER_CHAR.context, lr=CHAPTER_CHAR.lr,
+                 warmup=CHAPTER_CHAR.warmup, final=CHAPTER_CHAR.final, iters=CHAPTER_CHAR.steps,
+                 betas=CHAPTER_CHAR.betas, weight_decay=CHAPTER_CHAR.weight_decay, seed=CHAPTER_CHAR.seed)
 ABLATIONS = {                              # name -> what changes from TUNED (each run at the 90 s budget)
     "reference learning rate 1e-3": dict(lr=1e-3),
     "AdamW betas (0.9, 0.99) (reference)": dict(betas=(0.9, 0.99)),
@@ -95,8 +103,12 @@ ABLATIONS = {                              # name -> what changes from TUNED (ea
     "no gradient clipping": dict(clip=None),
     "scratch attention + LayerNorm": dict(model=dict(TUNED.model, impl="scratch")),
     "GPT-2 initialisation (std 0.02)": dict(model=dict(TUNED.model, init_std=0.02)),
-    # not a switch back but one more trick, tried where the CPU has bfloat16 arithmetic (AVX-512 BF16 or AMX)
+    # not switches back but tricks the recipe does not use (bf16 only where the CPU has bfloat16 arithmetic)
     "plus bf16 autocast (AVX-512 BF16 CPUs)": dict(bf16=True),
+    "plus torch.compile (inductor)": dict(compile=True),
+    "plus fused AdamW": dict(fused=True),
+    "plus sequence packing (each window once)": dict(pack=True),
+    "plus Muon for the weight matrices (lr 0.02)": dict(muon_lr=0.02),
 }
 
 
@@ -104,9 +116,11 @@ ABLATIONS = {                              # name -> what changes from TUNED (ea
 PTB_PUBLISHED = {"KN 5-gram (Mikolov et al. 2011)": 141.2, "RNN LM (Mikolov & Zweig 2012)": 124.7,
                  "LSTM, non-regularized small (Zaremba et al. 2014)": 114.5,
                  "LSTM medium, dropout (Zaremba et al. 2014)": 82.7}
-PTB_PRESETS = {   # name -> model sizes and training; the cosine runs over exactly `steps` updates
-    "ptb": dict(model=dict(num_layers=2, num_heads=4, d_model=128, dropout=0.1, bias=False, norm="pre",
-                           activation="gelu"), batch_size=32, context=64, lr=3e-3, warmup=30, final=0.05, steps=500),
+PTB_PRESETS = {   # name -> model sizes and training; the cosine runs over exactly `epochs` passes
+    "ptb": dict(model=dict(num_layers=4, num_heads=4, d_model=256, dropout=0.3, attn_dropout=0.0, ffn_dropout=0.0,
+                           bias=False, norm="pre", activation="gelu", init_std=0.02),
+                batch_size=16, context=128, lr=2e-3, warmup=200, final=0.02, betas=(0.9, 0.98), weight_decay=0.1,
+                epochs=10, stride=64),
 }
 
 
@@ -118,48 +132,70 @@ def ptb_streams():
     return vocab, {k: sentence_stream(ptb.sentences(k), vocab) for k in ("train", "valid", "test")}
 
 
+def _rate(step: int, steps: int, p: dict) -> float:
+    warm = min((step + 1) / p["warmup"], 1.0)
+    return p["lr"] * warm * (p["final"] + (1 - p["final"]) * 0.5 * (1 + math.cos(math.pi * min(step / steps, 1.0))))
+
+
+def _adamw(model, lr, weight_decay, betas, fused=False):
+    decay = [q for q in model.parameters() if q.dim() >= 2]
+    rest = [q for q in model.parameters() if q.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                             lr=lr, betas=tuple(betas), **({"fused": True} if fused else {}))
+
+
 def train_ptb(name: str, p: dict, vocab, streams, quick: bool = False, seed: int = 0) -> dict:
-    """Train one PTB preset on random windows of the training stream; score the whole validation and test streams
-    with sliding windows (``sliding_loss``: context T, stride T/2, each target once)."""
+    """Train one PTB preset for ``p["epochs"]`` passes, each over every window of ``context + 1`` words of the
+    training stream once (shuffled, from a random offset); after each pass, score the whole validation and test
+    streams with sliding windows and record them with the training CPU minutes so far."""
     torch.manual_seed(seed)
     T, B = p["context"], p["batch_size"]
-    steps = max(p["steps"] // 20, 10) if quick else p["steps"]
     model = TransformerLM(TransformerConfig(len(vocab), max_len=T, **p["model"]))
-    decay = [q for q in model.parameters() if q.dim() >= 2]
-    no_decay = [q for q in model.parameters() if q.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=p["lr"], betas=(0.9, 0.99))
-    train_ids = streams["train"]
+    opt = _adamw(model, p["lr"], p["weight_decay"], p["betas"])
+    train = streams["train"]
+    per_epoch = ((len(train) - 1 - T) // T) // B
+    if quick:
+        per_epoch = 10
+    epochs = 2 if quick else p["epochs"]
+    steps = per_epoch * epochs
     g = torch.Generator().manual_seed(seed)
     offsets = torch.arange(T + 1)
-    print(f"{name}: {model.num_parameters() / 1e6:.2f}M parameters, {steps} steps of {B} x {T} words", flush=True)
-    t0 = time.perf_counter()
-    for step in range(steps):
-        warm = min((step + 1) / p["warmup"], 1.0)
-        lr = p["lr"] * warm * (p["final"] + (1 - p["final"]) * 0.5 * (1 + math.cos(math.pi * step / steps)))
-        for group in opt.param_groups:
-            group["lr"] = lr
-        start = torch.randint(len(train_ids) - T - 1, (B,), generator=g)
-        rows = train_ids[start[:, None] + offsets]                                   # (B, T + 1)
-        y = rows[:, 1:].masked_fill(rows[:, 1:] == vocab.bos_id, IGNORE_INDEX)      # <s> is only ever an input
-        _, loss = model(rows[:, :-1], y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if (step + 1) % 100 == 0:
-            print(f"  step {step + 1}: train loss {loss.item():.3f}", flush=True)
-    seconds = time.perf_counter() - t0
-    valid, _ = sliding_loss(model, streams["valid"], T, T // 2, skip_target=vocab.bos_id)
-    test, n_test = sliding_loss(model, streams["test"], T, T // 2, skip_target=vocab.bos_id)
-    print(f"  {name}: valid perplexity {math.exp(valid):.1f}, test perplexity {math.exp(test):.1f} "
-          f"({n_test:,} test targets); trained {seconds:.0f} s", flush=True)
-    return {"name": f"seqviz TransformerLM `{name}`", "corpus": "PTB", "test": round(math.exp(test), 2),
-            "valid": round(math.exp(valid), 2), "test_targets": n_test, "parameters": model.num_parameters(),
-            "steps": steps, "train_seconds": round(seconds), "tokens_per_s": round(steps * B * T / seconds),
-            "note": f"{p['model']['num_layers']} x {p['model']['d_model']}, {p['model']['num_heads']} heads, tied, "
-                    f"dropout {p['model']['dropout']}, context {T}, {steps} steps of {B} x {T} "
-                    f"({steps * B * T / len(train_ids):.1f} passes), sliding evaluation (stride {T // 2})",
+    print(f"{name}: {model.num_parameters() / 1e6:.2f}M parameters, {epochs} epochs of {per_epoch} steps of {B} x {T} "
+          f"words", flush=True)
+    curve, cpu, step = [], 0.0, 0
+    for epoch in range(epochs):
+        shift = int(torch.randint(T, (1,), generator=g))
+        order = torch.randperm((len(train) - 1 - shift) // T, generator=g)[:per_epoch * B].view(per_epoch, B)
+        model.train()
+        t0, running = time.process_time(), 0.0
+        for i in range(per_epoch):
+            for group in opt.param_groups:
+                group["lr"] = _rate(step, steps, p)
+            rows = train[(shift + order[i] * T)[:, None] + offsets]                   # (B, T + 1)
+            y = rows[:, 1:].masked_fill(rows[:, 1:] == vocab.bos_id, IGNORE_INDEX)   # <s> is only ever an input
+            loss = model.loss(rows[:, :-1], y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            running += loss.item()
+        cpu += time.process_time() - t0
+        valid, _ = sliding_loss(model, streams["valid"], T, p["stride"], skip_target=vocab.bos_id)
+        test, n_test = sliding_loss(model, streams["test"], T, p["stride"], skip_target=vocab.bos_id)
+        curve.append({"epoch": epoch + 1, "train_minutes": round(cpu / 60, 2), "valid": round(math.exp(valid), 2),
+                      "test": round(math.exp(test), 2)})
+        print(f"  epoch {epoch + 1}: train loss {running / per_epoch:.3f}, valid perplexity {math.exp(valid):.1f}, "
+              f"test {math.exp(test):.1f}; {cpu / 60:.1f} CPU minutes of training", flush=True)
+    m = p["model"]
+    return {"name": f"seqviz TransformerLM `{name}`", "corpus": "PTB", "test": curve[-1]["test"],
+            "valid": curve[-1]["valid"], "test_targets": n_test, "parameters": model.num_parameters(),
+            "steps": step, "train_minutes": curve[-1]["train_minutes"], "clock": "process CPU time",
+            "tokens_per_s": round(step * B * T / cpu), "curve": curve,
+            "note": f"{m['num_layers']} x {m['d_model']}, {m['num_heads']} heads, tied, dropout {m['dropout']} "
+                    f"(embeddings, sublayer outputs), weight decay {p['weight_decay']}, context {T}, {epochs} "
+                    f"epochs of {per_epoch} steps of {B} x {T}, {curve[-1]['train_minutes']:.0f} CPU minutes on "
+                    f"{torch.get_num_threads()} thread(s); sliding evaluation (stride {p['stride']})",
             "recipe": p}
 
 
@@ -179,40 +215,60 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _optimizers(model, r: Recipe) -> list:
+    if r.muon_lr is None:
+        return [(_adamw(model, r.lr, r.weight_decay, r.betas, r.fused), r.lr)]
+    blocks = [q for n, q in model.named_parameters() if q.dim() == 2 and n.startswith("blocks.")]
+    rest = [q for n, q in model.named_parameters() if not (q.dim() == 2 and n.startswith("blocks."))]
+    adam = torch.optim.AdamW([{"params": [q for q in rest if q.dim() >= 2], "weight_decay": r.weight_decay},
+                              {"params": [q for q in rest if q.dim() < 2], "weight_decay": 0.0}],
+                             lr=r.lr, betas=tuple(r.betas))
+    return [(torch.optim.Muon(blocks, lr=r.muon_lr, weight_decay=0.0), r.muon_lr), (adam, r.lr)]
+
+
 def train(name: str, r: Recipe, train_ids, val_ids, V: int, marks, quick: bool, clock=time.perf_counter) -> dict:
     """Train one recipe; score the validation split when the training clock passes each mark (clock stopped)."""
     torch.manual_seed(r.seed)
     model = TransformerLM(TransformerConfig(V, max_len=r.context, **r.model))
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": r.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=r.lr, betas=r.betas)
+    opts = _optimizers(model, r)
+    forward = torch.compile(model) if r.compile else model
     g = torch.Generator().manual_seed(r.seed)
     offsets = torch.arange(r.context + 1)
     budget = r.budget if r.budget is not None else marks[-1]
     iters = r.iters if r.iters is None or not quick else max(r.iters // 10, 20)
-    losses, elapsed, step, tokens = {}, 0.0, 0, 0
+    losses, elapsed, step, tokens, order = {}, 0.0, 0, 0, []
     pending = list(marks)
+    if r.compile:                                                                  # compile outside the clock
+        rows = train_ids[torch.arange(r.batch_size)[:, None] * r.context + offsets]
+        forward(rows[:, :-1], rows[:, 1:])[1].backward()
+        model.zero_grad(set_to_none=True)
     print(f"{name}: {model.num_parameters() / 1e6:.3f}M parameters", flush=True)
     while True:
         t0 = clock()
-        if iters is not None:
-            progress = min(step / iters, 1.0)
-        else:
-            progress = min(elapsed / budget, 1.0)
+        progress = min(step / iters, 1.0) if iters is not None else min(elapsed / budget, 1.0)
         warm = min((step + 1) / r.warmup, 1.0) if r.warmup else 1.0
-        lr = r.lr * warm * (r.final + (1 - r.final) * 0.5 * (1 + math.cos(math.pi * progress)))
-        for group in opt.param_groups:
-            group["lr"] = lr
-        start = torch.randint(len(train_ids) - r.context - 1, (r.batch_size,), generator=g)
+        factor = warm * (r.final + (1 - r.final) * 0.5 * (1 + math.cos(math.pi * progress)))
+        for opt, peak in opts:
+            for group in opt.param_groups:
+                group["lr"] = peak * factor
+        if r.pack:
+            if len(order) < r.batch_size:                                         # a new pass: every window once
+                shift = int(torch.randint(r.context, (1,), generator=g))
+                n = (len(train_ids) - 1 - shift) // r.context
+                order = (shift + torch.randperm(n, generator=g) * r.context).tolist()
+            start, order = torch.tensor(order[:r.batch_size]), order[r.batch_size:]
+        else:
+            start = torch.randint(len(train_ids) - r.context - 1, (r.batch_size,), generator=g)
         rows = train_ids[start[:, None] + offsets]                               # (B, context + 1)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=r.bf16):
-            _, loss = model(rows[:, :-1], rows[:, 1:])
-        opt.zero_grad(set_to_none=True)
+            _, loss = forward(rows[:, :-1], rows[:, 1:])
+        for opt, _ in opts:
+            opt.zero_grad(set_to_none=True)
         loss.backward()
         if r.clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), r.clip)
-        opt.step()
+        for opt, _ in opts:
+            opt.step()
         step += 1
         tokens += rows.numel() - r.batch_size
         elapsed += clock() - t0
@@ -227,23 +283,43 @@ def train(name: str, r: Recipe, train_ids, val_ids, V: int, marks, quick: bool, 
             break
     final = window_loss(model, val_ids, EVAL_T)
     print(f"  end (trained {elapsed:6.1f} s, {step} steps): validation loss {final:.4f}", flush=True)
+    recipe = asdict(r)
     return {"name": name, "parameters": model.num_parameters(), "steps": step, "train_seconds": round(elapsed, 1),
             "tokens_per_s": round(tokens / elapsed), "peak_rss_mb": round(peak_rss_mb()), "losses": losses,
-            "final_val_loss": round(final, 4),
-            "recipe": {**{k: v for k, v in vars(r).items() if k != "extra"}, "model": r.model}}
+            "final_val_loss": round(final, 4), "recipe": recipe}
+
+
+def shipped_row(val_ids, itos) -> dict:
+    """The checkpoint chapter 6 loads, scored on the protocol's validation split (no training here); None, said,
+    while the checkpoint has not been built."""
+    try:
+        model, ck_itos, info = load_char_lm()
+    except FileNotFoundError as e:
+        print(f"shipped: skipped, {e}", flush=True)
+        return None
+    if list(ck_itos) != list(itos):
+        raise SystemExit("the shipped model's characters are not the protocol's 84 symbols")
+    val = window_loss(model, val_ids, EVAL_T)
+    print(f"shipped: {model.num_parameters() / 1e6:.3f}M parameters, protocol validation loss {val:.4f} "
+          f"(built in {info['cpu_seconds']:.0f} s of one thread's CPU time)", flush=True)
+    return {"name": "shipped", "parameters": model.num_parameters(), "steps": info["steps"],
+            "train_seconds": info["cpu_seconds"], "losses": {}, "final_val_loss": round(val, 4),
+            "note": "seqviz.transformer.load_char_lm(): trained by `make checkpoints-transformer` on the corpus's "
+                    "training split (a subset of the protocol's), one thread, CPU time; scored here",
+            "recipe": info["recipe"]}
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="every time mark / 10 and 1/10 of the reference's "
+    ap.add_argument("--quick", action="store_true", help="every time mark / 10 and 1/10 of the fixed-step rows' "
                     "iterations: a smoke test, not the protocol")
-    ap.add_argument("--ablation", action="store_true", help="also switch each trick back, one at a time (90 s each)")
-    ap.add_argument("--rows", nargs="*", default=["reference", "tuned-90", "tuned-139", "notebook"])
+    ap.add_argument("--ablation", action="store_true", help="also change each choice, one at a time (90 s each)")
+    ap.add_argument("--rows", nargs="*", default=["reference", "tuned-90", "tuned-139", "chapter", "shipped"])
+    ap.add_argument("--only", nargs="*", default=None, help="with --ablation: only these ablations (by name)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: count the process's CPU seconds "
                     "(with --threads 1, a stand-in for an idle machine while it is shared; not the protocol)")
-    ap.add_argument("--ptb", action="store_true", help="train the PTB word-level preset(s) instead (the perplexity "
-                    "ladder's transformer rung; losses, not timings: --threads 1 under load is fine)")
+    ap.add_argument("--ptb", action="store_true", help="train the PTB word-level preset(s) instead")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.ptb:
@@ -260,71 +336,65 @@ def main(argv=None) -> None:
     scale = 0.1 if args.quick else 1.0
     marks = tuple(m * scale for m in MARKS)
     print(f"{len(text):,} characters, {len(itos)} symbols; train {n_train:,}, validation {len(val_ids):,}; "
-          f"{args.threads} threads{'; QUICK: marks ' + str(marks) if args.quick else ''}", flush=True)
-    rows = []
+          f"{args.threads} threads, {args.clock} clock{'; QUICK: marks ' + str(marks) if args.quick else ''}",
+          flush=True)
     recipes = {"reference": REFERENCE, "tuned-90": replace(TUNED, budget=90 * scale),
-               "tuned-139": replace(TUNED, budget=139 * scale), "notebook": NOTEBOOK}
+               "tuned-139": replace(TUNED, budget=139 * scale), "chapter": CHAPTER}
+    rows = []
     for name in args.rows:
+        if name == "shipped":
+            rows += [r for r in [shipped_row(val_ids, itos)] if r is not None]
+            continue
         r = recipes[name]
         row_marks = tuple(m for m in marks if r.budget is None or m <= r.budget + 1e-9)
         rows.append(train(name, r, train_ids, val_ids, len(itos), row_marks, args.quick, clock))
     ablation = []
-    if args.ablation:
-        base = replace(TUNED, budget=90 * scale)
-        for what, change in ABLATIONS.items():
-            if change.get("bf16") and not _has_bf16():
-                print(f"ablation: {what}: skipped, this CPU has no bfloat16 arithmetic (AVX-512 BF16 / AMX)")
-                continue
-            res = train(f"ablation: {what}", replace(base, **change), train_ids, val_ids, len(itos),
-                        (90 * scale,), args.quick, clock)
-            ablation.append(res)
-    print(f"\n{'row':40s} params   tok/s  " + "  ".join(f"{m:>6.0f}s" for m in marks) + "     end")
+    for what, change in (ABLATIONS.items() if args.ablation else ()):
+        if args.only and what not in args.only:
+            continue
+        if change.get("bf16") and not _has_bf16():
+            print(f"ablation: {what}: skipped, this CPU has no bfloat16 arithmetic (AVX-512 BF16 / AMX)")
+            continue
+        res = train(f"ablation: {what}", replace(TUNED, budget=90 * scale, **change), train_ids, val_ids, len(itos),
+                    (90 * scale,), args.quick, clock)
+        ablation.append(res)
+    print(f"\n{'row':44s} params   tok/s  " + "  ".join(f"{m:>6.0f}s" for m in marks) + "     end")
     for res in rows + ablation:
         cells = "  ".join(f"{res['losses'][m]['val_loss']:7.4f}" if m in res["losses"] else "      -"
                           for m in marks)
-        print(f"{res['name'][:40]:40s} {res['parameters'] / 1e6:5.2f}M {res['tokens_per_s']:7d}  {cells}  "
+        print(f"{res['name'][:44]:44s} {res['parameters'] / 1e6:5.2f}M {res.get('tokens_per_s', 0):7d}  {cells}  "
               f"{res['final_val_loss']:7.4f}")
-    for name, figs in PUBLISHED.items():
-        print(f"{name}: " + ", ".join(f"{v} at {k:.0f} s" for k, v in figs.items()))
-    print("goal: <= 1.60 at 90 s and <= 1.55 at 139 s")
-    protocol = not args.quick and args.clock == "wall" and args.threads == 2
-    if args.ablation and not protocol and not args.quick and args.rows == ["tuned-90"]:
-        # the ablation on a shared machine: `--rows tuned-90 --ablation --threads 1 --clock cpu` gives every run the
-        # same 90 s of one thread's CPU time, side by side with its own tuned-90 (load does not move CPU time); its
-        # differences are recorded in transformer.json beside the protocol rows, which it leaves alone
-        old = read_results("transformer") or {}
-        old.pop("machine", None)
-        old.update({"ablation_machine": machine(),
+    print("goal: <= 1.55 at 90 s and <= 1.50 at 139 s (2 threads, wall clock, idle machine)")
+    str_losses = lambda r: {**r, "losses": {str(k): v for k, v in r["losses"].items()}}   # noqa: E731
+    if args.quick:
+        write_results("transformer_dev", {"rows": [str_losses(r) for r in rows + ablation]})
+        return
+    old = read_results("transformer") or {}
+    old.pop("machine", None)
+    if args.ablation:
+        base = next((r for r in rows if r["name"] == "tuned-90"), None)
+        if base is None:
+            raise SystemExit("--ablation compares with tuned-90 of the same run: include it in --rows")
+        kept = {r["name"]: r for r in old.get("ablation", [])} if args.only else {}
+        kept.update({r["name"]: {**str_losses(r), "minus_tuned": round(r["final_val_loss"] - base["final_val_loss"],
+                                                                       4)} for r in ablation})
+        old.update({"ablation_machine": machine(), "ablation_base": str_losses(base), "ablation": list(kept.values()),
                     "ablation_setup": {"clock": args.clock, "threads": args.threads, "budget_s": 90,
-                                       "note": "each row: TUNED with one change; base: tuned-90 of the same run"},
-                    "ablation_base": {**rows[0], "losses": {str(k): v for k, v in rows[0]["losses"].items()}},
-                    "ablation": [{**r, "losses": {str(k): v for k, v in r["losses"].items()},
-                                  "minus_tuned": round(r["final_val_loss"] - rows[0]["final_val_loss"], 4)}
-                                 for r in ablation]})
+                                       "note": "each row: TUNED with one change; base: tuned-90 of the same run"}})
         write_results("transformer", old)
         return
-    old = (read_results("transformer") or {}) if protocol else {}
-    kept = ptb_part(old)                                                           # the PTB rung, from its own run
-    # protocol rows not rerun now (e.g. `--rows tuned-90 --ablation`) are kept from the last protocol run, marked
+    protocol = args.clock == "wall" and args.threads == 2
     rerun = {r["name"] for r in rows}
-    earlier = [{**r, "measured": r.get("measured") or (old.get("protocol_machine") or {}).get("date")}
-               for r in old.get("rows", []) if r.get("corpus") != "PTB" and r["name"] not in rerun]
-    if not args.ablation and old.get("ablation"):
-        ablation_kept = old["ablation"]                                            # a run without --ablation keeps it
-    else:
-        ablation_kept = None
-    if not args.ablation:                                                          # keep a recorded ablation whole
-        kept.update({k: old[k] for k in ("ablation_machine", "ablation_setup", "ablation_base") if k in old})
-    write_results("transformer" if protocol else "transformer_dev",
-                  {**kept, "protocol_machine": machine(),
-                   "protocol": {"characters": len(text), "symbols": len(itos), "train": n_train,
-                                "validation": len(val_ids), "eval_window": EVAL_T, "marks_s": list(marks),
-                                "quick": args.quick, "clock": args.clock, "threads": args.threads},
-                   "published_reference": {k: {str(m): v for m, v in f.items()} for k, f in PUBLISHED.items()},
-                   "rows": [{**r, "losses": {str(k): v for k, v in r["losses"].items()}} for r in rows]
-                   + earlier + kept.get("rows", []),
-                   "ablation": ablation_kept if ablation_kept is not None else
-                   [{**r, "losses": {str(k): v for k, v in r["losses"].items()}} for r in ablation]})
+    measured = (old.get("protocol_machine") or {}).get("date")
+    kept = [r if r.get("corpus") == "PTB" else {**r, "measured": r.get("measured") or measured}
+            for r in old.get("rows", []) if r.get("corpus") == "PTB" or r["name"] not in rerun]
+    old.update({"protocol_machine": {**machine(), "protocol": protocol},
+                "protocol": {"characters": len(text), "symbols": len(itos), "train": n_train,
+                             "validation": len(val_ids), "eval_window": EVAL_T, "marks_s": list(marks),
+                             "clock": args.clock, "threads": args.threads},
+                "published_reference": {k: {str(m): v for m, v in f.items()} for k, f in PUBLISHED.items()},
+                "rows": [str_losses(r) for r in rows] + kept})
+    write_results("transformer", old)
 
 
 def _has_bf16() -> bool:
@@ -336,18 +406,11 @@ def _has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def ptb_part(old: dict) -> dict:
-    """What a results file holds of the PTB run: its rows, the published figures and the machine it ran on."""
-    rows = [r for r in old.get("rows", []) if r.get("corpus") == "PTB"]
-    if not rows:
-        return {}
-    return {"published": old.get("published", PTB_PUBLISHED), "rows": rows,
-            "ptb_machine": old.get("ptb_machine") or old.get("machine")}
-
-
 def main_ptb(args) -> None:
     """The PTB rung: train each PTB preset, then write its rows into transformer.json beside the protocol's."""
     vocab, streams = ptb_streams()
+    if args.quick:                                                                 # a smoke test: a tenth of each
+        streams = {k: v[:len(v) // 10] for k, v in streams.items()}
     print(f"PTB: vocabulary {len(vocab):,}; train {len(streams['train']):,}, valid {len(streams['valid']):,}, "
           f"test {len(streams['test']):,} ids; {args.threads} thread(s){'; QUICK' if args.quick else ''}", flush=True)
     rows = [train_ptb(name, p, vocab, streams, quick=args.quick) for name, p in PTB_PRESETS.items()]
@@ -357,11 +420,9 @@ def main_ptb(args) -> None:
         write_results("transformer_dev", {"ptb_rows_quick": rows})
         return
     old = read_results("transformer") or {}
-    keep = {k: v for k, v in old.items() if k not in ("machine", "published", "ptb_machine")}
-    keep["rows"] = [r for r in old.get("rows", []) if r.get("corpus") != "PTB"] + rows
-    if "protocol" in old and not keep.get("protocol_machine"):
-        keep["protocol_machine"] = old.get("machine")                          # the run the protocol rows came from
-    write_results("transformer", {**keep, "published": PTB_PUBLISHED, "ptb_machine": machine()})
+    old.pop("machine", None)
+    old["rows"] = [r for r in old.get("rows", []) if r.get("corpus") != "PTB"] + rows
+    write_results("transformer", {**old, "published": PTB_PUBLISHED, "ptb_machine": machine()})
 
 
 if __name__ == "__main__":
