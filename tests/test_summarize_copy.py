@@ -188,3 +188,26 @@ def test_keep_drop_head_reads_each_lead_word_at_its_last_piece():
     assert losses[-1] < losses[0]
     w, p = head_scores(head, body)
     assert w == words and p[words.index("fuel")] > p[words.index("has")]
+
+
+# -- the shipped checkpoint (make copy-summarizer) -------------------------------------------------------------------
+def test_shipped_copy_checkpoint_is_verified_small_and_the_one_recorded(tmp_path):
+    from seqviz.data import load_corpus
+    from seqviz.summarize.copy_checkpoint import COPY_CHECKPOINT, COPY_SHA256, check_loss, load_copy_summarizer
+
+    if not COPY_CHECKPOINT.is_file():
+        pytest.fail(f"{COPY_CHECKPOINT} is missing: run `make copy-summarizer`")
+    assert COPY_SHA256 is not None, "COPY_SHA256 is unset: paste the SHA-256 that `make copy-summarizer` printed"
+    assert COPY_CHECKPOINT.stat().st_size <= 8_000_000
+    model, tok, info = load_copy_summarizer()                                      # checks COPY_SHA256
+    assert not any(m.training for m in model.modules()) and model.copy is not None
+    # the loss on the first 32 validation pairs is the one recorded when the file was written (CPU drift only)
+    assert check_loss(model, tok, load_corpus("bbc")) == pytest.approx(info["check_loss"], abs=1e-3)
+    bad = tmp_path / "bad.pt"
+    data = bytearray(COPY_CHECKPOINT.read_bytes())
+    data[-10] ^= 1
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_copy_summarizer(bad)
+    with pytest.raises(FileNotFoundError, match="make copy-summarizer"):
+        load_copy_summarizer(tmp_path / "none.pt")

@@ -49,7 +49,7 @@ from seqviz.summarize.pretraining import (PRETRAINED_PATH, PRETRAINED_SHA256, Pr
                                           pretrain, save_pretrained)
 from seqviz.summarize.tokenizer import DELIMITER, SPECIALS, SummaryTokenizer
 
-# ROUGE moved to seqviz.metrics; notebooks/07_summarization.ipynb still imports these three from here
+# ROUGE lives in seqviz.metrics; these three names stay importable from here for code written before it moved
 from seqviz.metrics import rouge, rouge_corpus, rouge_tokenize  # noqa: E402,F401
 
 __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer",

@@ -20,7 +20,7 @@ __all__ = ["CopyRecipe", "train_copy_summarizer", "save_copy_summarizer", "load_
            "COPY_CHECKPOINT", "COPY_SHA256"]
 
 COPY_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "bbc_copy.pt"
-COPY_SHA256 = None
+COPY_SHA256 = "4e64e7b5a2bdc0fad9c9c73b4c0103b17b9b952d1d7defe30d0c8b440618ea79"
 
 
 @dataclass
