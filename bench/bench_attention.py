@@ -26,7 +26,7 @@ with paired bootstrap significance (chapter 5). Figures go to bench/results/atte
    of 4-24 letters; with and without attention, several seeds, until the validation loss flattens (best epoch
    kept); exact match and per-character accuracy by source length (``bottleneck``).
 6. (``--scheduled-sampling``) dates without attention: teacher forcing vs scheduled sampling (Bengio et al., 2015;
-   eps decayed per update), free-running exact match, several seeds (``scheduled_sampling``).
+   eps decayed per update, one row per ``--ss-k``), free-running exact match, several seeds (``scheduled_sampling``).
 
 5 and 6 rewrite only their own part of attention.json (with a ``*_machine`` record) and keep the rest; about 7 and 4
 minutes on one thread. ``--skip-attention-timing`` runs only 4 and writes attention_translation.json instead. Why 30 epochs, and the history
@@ -279,22 +279,23 @@ def bottleneck_table(seeds, epochs: int, max_len: int, n_train: int, lr: float) 
             "rows": rows}
 
 
-def scheduled_sampling_table(seeds, epochs: int, lr: float, k: float) -> dict:
+def scheduled_sampling_table(seeds, epochs: int, lr: float, ks: list[float]) -> dict:
     """Dates without attention (the model that makes mistakes): pure teacher forcing against scheduled sampling, the
-    coin's weight eps_i = k / (k + exp(i / k)) decayed per update i (Bengio et al., 2015); validation is always
-    teacher-forced (the same loss for both), the test is free-running greedy decoding (exact match)."""
+    coin's weight eps_i = k / (k + exp(i / k)) decayed per update i (Bengio et al., 2015), for each k in ``ks``;
+    validation is always teacher-forced (the same loss for all), the test is free-running greedy decoding."""
     from seqviz.steps import StepOutput
     task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
     rows = []
     for seed in seeds:
-        for mode in ("teacher forcing", "scheduled sampling"):
+        for k in (None, *ks):                                     # None: teacher forcing
+            mode = "teacher forcing" if k is None else f"scheduled sampling, k = {k:g}"
             seqviz.set_seed(seed)
             model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=None))
             updates = [0]
             eps_used = []
 
             def step(m, batch, carry=None):
-                if m.training and mode == "scheduled sampling":
+                if m.training and k is not None:
                     eps = inverse_sigmoid_decay(updates[0], k)
                     updates[0] += 1
                     eps_used.append(eps)
@@ -304,15 +305,15 @@ def scheduled_sampling_table(seeds, epochs: int, lr: float, k: float) -> dict:
                 return StepOutput(loss, logits, None)
             hist, cpu_s = fit_best(model, task, epochs, lr, step=step)
             ok = exact_match(model, task.test_src, task.test_tgt, task.src_vocab.pad_id)
-            rows.append({"seed": seed, "training": mode, "epochs": epochs, "k": k if eps_used else None,
+            rows.append({"seed": seed, "training": mode, "epochs": epochs, "k": k,
                          "eps_first_last": [round(eps_used[0], 3), round(eps_used[-1], 3)] if eps_used else None,
                          "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
                          "valid_loss_teacher_forced": hist.best["valid_loss"],
                          "exact_match_free_running": ok.float().mean().item(), "cpu_s": cpu_s})
-            print(f"dates, no attention, seed {seed}, {mode:>18}: free-running exact match "
+            print(f"dates, no attention, seed {seed}, {mode:>28}: free-running exact match "
                   f"{rows[-1]['exact_match_free_running']:.3f}, best epoch {rows[-1]['best_epoch']}, "
                   f"{cpu_s:.0f} CPU s", flush=True)
-    return {"task": "dates (6000 train, 500 test), tiny preset, no attention", "epochs": epochs, "lr": lr, "k": k,
+    return {"task": "dates (6000 train, 500 test), tiny preset, no attention", "epochs": epochs, "lr": lr, "ks": ks,
             "updates_per_epoch": len(task.train), "rows": rows}
 
 
@@ -343,7 +344,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2", help="seeds for 5 and 6")
     ap.add_argument("--bottleneck-epochs", type=int, default=40)
     ap.add_argument("--ss-epochs", type=int, default=20)
-    ap.add_argument("--ss-k", type=float, default=100.0, help="inverse sigmoid decay's k, per update")
+    ap.add_argument("--ss-k", default="100,200", help="inverse sigmoid decay's k, per update (comma-separated)")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
     if args.bottleneck or args.scheduled_sampling:
@@ -355,7 +356,8 @@ def main() -> None:
             old["bottleneck_machine"] = machine()
             write_results("attention", old)
         if args.scheduled_sampling:
-            old["scheduled_sampling"] = scheduled_sampling_table(seeds, args.ss_epochs, 1e-2, args.ss_k)
+            old["scheduled_sampling"] = scheduled_sampling_table(seeds, args.ss_epochs, 1e-2,
+                                                                [float(k) for k in args.ss_k.split(",")])
             old["scheduled_sampling_machine"] = machine()
             write_results("attention", old)
         return
