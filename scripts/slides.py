@@ -7,7 +7,10 @@ Three jobs:
     python scripts/slides.py --build OUTDIR     # static reveal.js slides of every chapter, from the stored outputs
 
 The metadata is what JupyterLab's slideshow extension (jupyterlab-rise, `make lab`, then the "Render as slideshow"
-button or Alt+R) and `jupyter nbconvert --to slides` read. It is chosen by rules (`slide_types`), so a chapter that
+button or Alt+R) and `jupyter nbconvert --to slides` read; `--set` also writes the notebook's `rise` settings (RISE:
+a theme with bundled fonts, so the live slideshow stays offline). jupyterlab-rise 0.43.1 does not render ipywidgets 8
+widgets (its slideshow app lacks a module the widget manager needs: jupyterlab-contrib/rise#119): present a widget
+from the notebook view or the static slides. It is chosen by rules (`slide_types`), so a chapter that
 gains cells only needs `--set` again; `--set` is idempotent and changes nothing but `metadata.slideshow`, so outputs
 and nbval are untouched. The rules, in order of precedence:
 
@@ -150,6 +153,17 @@ def slide_types(cells: list[dict]) -> list[str]:
     return out
 
 
+# Notebook-level settings for jupyterlab-rise (it reads `metadata.rise`): its default theme ("simple") fetches fonts
+# from Google; "white" uses reveal.js's bundled fonts, so the live slideshow requests nothing off the machine.
+RISE = {"theme": "white", "transition": "none", "scroll": True, "center": False}
+
+
+def rise_stale(nb: dict) -> bool:
+    """Whether the notebook's ``metadata.rise`` lacks one of :data:`RISE`'s settings (other keys are the author's)."""
+    have = nb.get("metadata", {}).get("rise", {})
+    return any(have.get(k) != v for k, v in RISE.items())
+
+
 def stale_cells(nb: dict) -> list[int]:
     """Indices of the cells whose stored slide type differs from :func:`slide_types` (missing counts as stale)."""
     want = slide_types(nb["cells"])
@@ -158,11 +172,15 @@ def stale_cells(nb: dict) -> list[int]:
 
 
 def set_metadata(nb: dict) -> int:
-    """Write every cell's ``metadata.slideshow.slide_type``; returns how many cells changed."""
+    """Write every cell's ``metadata.slideshow.slide_type`` and the notebook's ``metadata.rise`` settings; returns how
+    many cells changed (plus one if the notebook's settings did)."""
     want = slide_types(nb["cells"])
     changed = stale_cells(nb)
     for k in changed:
         nb["cells"][k].setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = want[k]
+    if rise_stale(nb):
+        nb.setdefault("metadata", {}).setdefault("rise", {}).update(RISE)
+        return len(changed) + 1
     return len(changed)
 
 
@@ -171,7 +189,8 @@ def _read(path: Path) -> dict:
 
 
 def _write(path: Path, nb: dict) -> None:
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    """As nbformat writes a notebook (keys sorted), so a later save from Jupyter changes nothing."""
+    path.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # ---- the static export ---------------------------------------------------------------------------------------------
@@ -424,9 +443,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path}: {n} cells changed")
         else:
             stale = stale_cells(nb)
-            if stale:
+            if stale or rise_stale(nb):
                 bad += 1
-                print(f"{path}: slideshow metadata missing or stale in {len(stale)} cells (first: cell {stale[0]}): "
+                where = f"{len(stale)} cells (first: cell {stale[0]})" if stale else "the notebook's `rise` settings"
+                print(f"{path}: slideshow metadata missing or stale in {where}: "
                       f"run `python scripts/slides.py --set {path}`")
     return 1 if bad else 0
 

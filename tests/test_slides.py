@@ -93,18 +93,26 @@ def test_an_unknown_override_tag_is_an_error_that_names_the_valid_ones():
 
 def test_set_writes_only_slideshow_metadata_and_is_idempotent(tmp_path):
     path = tmp_path / "09_made_up.ipynb"
-    path.write_text(json.dumps(made_up(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(made_up(), sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     assert slides.main(["--check", str(path)]) == 1
     assert slides.main(["--set", str(path)]) == 0
     after = json.loads(path.read_text(encoding="utf-8"))
     assert [c["metadata"]["slideshow"]["slide_type"] for c in after["cells"]] == [t for _, t in CHAPTER]
+    assert after["metadata"]["rise"] == slides.RISE  # RISE's offline theme and settings
     for cell in after["cells"]:
         cell["metadata"].pop("slideshow")
-    assert after == made_up()  # sources, outputs, tags and notebook metadata untouched
+    after["metadata"].pop("rise")
+    assert after == made_up()  # sources, outputs, tags and the rest of the metadata untouched
     first = path.read_bytes()
+    assert first.decode() == json.dumps(json.loads(first), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     assert slides.main(["--set", str(path)]) == 0 and path.read_bytes() == first
     assert slides.main(["--check", str(path)]) == 0
-    # a cell added later makes the metadata stale again
+    # a changed RISE theme, or a cell added later, makes the metadata stale again
+    nb = json.loads(first)
+    nb["metadata"]["rise"]["theme"] = "simple"  # fetches Google fonts
+    path.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert slides.main(["--check", str(path)]) == 1
+    assert slides.main(["--set", str(path)]) == 0 and path.read_bytes() == first
     nb = json.loads(first)
     nb["cells"].insert(5, code("z = 3"))
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -160,6 +168,6 @@ def test_chapter_slideshow_metadata_is_current(path):
     if not any("slideshow" in c.get("metadata", {}) for c in nb["cells"]):
         pytest.skip(f"{path.name} has no slideshow metadata yet: run `python scripts/slides.py --set` (then this "
                     f"test checks it stays current)")
-    stale = slides.stale_cells(nb)
+    stale = slides.stale_cells(nb) + (["the notebook's rise settings"] if slides.rise_stale(nb) else [])
     assert not stale, (f"{path.name}: slideshow metadata missing or stale in cells {stale}: run "
                        f"`python scripts/slides.py --set notebooks/{path.name}`")
