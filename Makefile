@@ -82,7 +82,7 @@ book: setup vendor $(STAMPS)/pkg
 
 # Lecture mode (issue 24, item 3). Static: every chapter as reveal.js slides from its stored outputs (no execution),
 # into _build/html/slides/ next to the book (`make book` builds them too, ~6 s); they load reveal.js (npm, package.json)
-# and the widget JS from the book's own vendor/ folder by relative paths, so they present offline wherever the book is served.
+# and the widget JS from the book's own vendor/ folder by relative paths, so they present offline with the book.
 # Live: `make lab`, open a chapter, then "Render as slideshow" (Alt+R, jupyterlab-rise); the cells' slideshow metadata
 # comes from `python scripts/slides.py --set` (checked by tests/test_slides.py).
 .PHONY: slides

@@ -242,8 +242,8 @@ def _pyobject_source(path: Path, name: str) -> str | None:
     return "\n".join(lines[start - 1:node.end_lineno])
 
 
-DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                       re.M | re.S)
+DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<arg>[^\n]*)\n"
+                       r"(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
 
 
 def myst_to_markdown(text: str, nb_dir: Path, figures: dict[Path, str]) -> str:

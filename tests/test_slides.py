@@ -54,7 +54,8 @@ CHAPTER = [
 
 
 def made_up() -> dict:
-    return {"cells": [copy.deepcopy(c) for c, _ in CHAPTER], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return {"cells": [copy.deepcopy(c) for c, _ in CHAPTER], "metadata": {"kernelspec": kernel},
             "nbformat": 4, "nbformat_minor": 5}
 
 
