@@ -134,7 +134,7 @@ copy-summarizer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize copy
 
 # Chapter 4's character LSTM (issue 22): two layers of 384 units trained stateful on the Shakespeare training split by
-# seqviz.char_lstm.CharLSTMRecipe (6 passes, AdamW, warm-up + cosine), written to
+# seqviz.char_lstm.CharLSTMRecipe (4 passes, AdamW, warm-up + cosine), written to
 # src/seqviz/checkpoints/shakespeare_char_lstm.pt in float16 (3.8 MB); one thread (the time and load of the committed
 # build are in the file's record and in bench/results/lstm.json). It prints the SHA-256 to put in
 # seqviz.char_lstm.CHECKPOINT_SHA256.

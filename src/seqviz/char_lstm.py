@@ -33,7 +33,7 @@ CHECKPOINT_PATH = Path(__file__).resolve().parent / "checkpoints" / "shakespeare
 #: SHA-256 of the committed checkpoint; ``make char-lstm`` prints the value of a rebuilt one. A rebuild on another
 #: CPU or torch version may differ in the last bits, and then has another SHA-256. How long it took and what it
 #: scored are in the file's ``info`` and in bench/results/lstm.json ("char_checkpoint").
-CHECKPOINT_SHA256 = "0" * 64
+CHECKPOINT_SHA256 = "cfe9934146ae7a916b4d3a92422ab304ca5ec42751f58c70f12a0099a129307d"
 #: the fixed slice the recorded loss is measured on: characters [start, stop) of the test split
 SLICE = (0, 20_000)
 
@@ -48,7 +48,8 @@ class CharLSTMRecipe:
     dropout: float = 0.1         # on the embeddings and on the top layer's outputs
     batch_size: int = 64         # rows of the training stream, carried from window to window (stateful TBPTT)
     bptt: int = 100              # characters per window: the gradient stops at the window's start
-    epochs: int = 6              # passes over the 4.5 M training characters
+    epochs: int = 4              # passes over the 4.5 M training characters (the shipped file was built with 4;
+                                 # the research plan had 6, cut to fit the build into one session)
     lr: float = 2e-3             # AdamW peak rate: linear warm-up, then cosine to final * lr at the last step
     warmup: int = 100
     final: float = 0.05
