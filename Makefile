@@ -22,6 +22,11 @@ help:
 	@echo "make test   - the same set-up, then unit tests, nbval over every notebook and the built-book browser tests"
 	@echo "make lab    - JupyterLab on the notebooks (for class)"
 	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to bench/results/*.json"
+	@echo "make slides - the chapters as static reveal.js slides into _build/html/slides (make book builds them too)"
+	@echo "make unit | nbval | browser-test - one part of make test"
+	@echo "Shipped checkpoints, rebuilt from the repository's code and data (hours on one thread; each prints the"
+	@echo "SHA-256 to put in the module that loads it): make char-lstm, checkpoints-transformer, pretrain-summarize,"
+	@echo "copy-summarizer. Opt-in: make pretrained-encoder (all-MiniLM-L6-v2 for book/pretrained_encoder.ipynb)"
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
 $(STAMPS)/python: pyproject.toml $(LOCK)
@@ -120,7 +125,7 @@ clean:
 
 # Chapter 7's pretrained LM, src/seqviz/checkpoints/bbc_lm.pt, by the package's own recipe (seqviz.summarize.pretrain)
 # on one thread (5,000 steps: 44 min on a shared, busy 2-core machine; an idle one is faster); it prints the SHA-256 to put
-# in seqviz.summarize.PRETRAINED_SHA256.
+# in seqviz.summarize.pretraining.PRETRAINED_SHA256.
 .PHONY: pretrain-summarize
 pretrain-summarize: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize pretrain
