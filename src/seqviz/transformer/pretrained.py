@@ -1,4 +1,4 @@
-"""Chapter 6's recipes and shipped checkpoints: the character LM the chapter trains in its minute, the larger one it
+"""Chapter 7's recipes and shipped checkpoints: the character LM the chapter trains in its minute, the larger one it
 loads, and the encoder-decoder that normalises dates.
 
 Each recipe is a dataclass; :func:`train_char_lm` and :func:`train_dates` run one on the package's own data (the
@@ -67,7 +67,7 @@ class CharLMRecipe:
     clip: float = 1.0
     init_std: float = 0.05       # N(0, 0.05^2) initial weights: attention sharpens within the first steps
     dropout: float = 0.0
-    positions: str = "learned"   # or "sinusoidal" (chapter 6, exercise 4)
+    positions: str = "learned"   # or "sinusoidal" (chapter 7, exercise 2)
     seed: int = 0
 
     def model_config(self, vocab_size: int) -> TransformerConfig:
@@ -76,7 +76,7 @@ class CharLMRecipe:
                                  init_std=self.init_std, positions=self.positions)
 
 
-#: the model chapter 6 trains live (its budget: well under a minute on one thread)
+#: the model chapter 7 trains live (its budget: well under a minute on one thread)
 CHAPTER_CHAR = CharLMRecipe()
 #: the shipped character LM, ``checkpoints/shakespeare_char.pt``
 SHIPPED_CHAR = CharLMRecipe(num_layers=4, d_model=160, steps=12_000, lr=3e-3, warmup=200, final=0.02)
