@@ -3,6 +3,10 @@
 1. AttentionHeatmap with 12 layers x 12 heads x 128 tokens: Python preparation time and payload size, then in the
    browser the first render and the re-render after a selection change (layer/head select, one head and the
    all-heads grid). Target from issue 3: a re-render within 16 ms (one frame at 60 Hz).
+   BeamTree (issue 24) at the size of chapter 5's translator: a beam of 5 over 20 steps (~1,000 candidates): the
+   re-render after a step change, a switch of the node scores and of the pruned nodes. AttentionSteps at the size of
+   chapter 6's character model, 4 layers x 4 heads x 64 characters, d_k = 40: the re-render after a query change (the
+   browser recomputes that query's attention), a mask switch and a layer/head change.
 2. Payload of each widget as a page stores it (state JSON + base64 buffers, its ES module included), at sizes a
    chapter uses.
 3. Page weight of the built "Visual tools" page (`make book` first): every byte the page loads, by kind; and the size
@@ -10,6 +14,7 @@
 
 The figures are printed and written to bench/results/widgets.json (with date, CPU, core count and torch version).
 Run: .venv/bin/python bench/bench_widgets.py [--quick] [--layers 12 --heads 12 --tokens 128 --repeats 60]
+     [--beam 5 --beam-steps 20]
 """
 from __future__ import annotations
 
@@ -29,7 +34,9 @@ import numpy as np
 
 from _results import write_results  # bench/ is not a package: the benchmarks run as scripts
 from seqviz.attention import causal_mask
-from seqviz.widgets import AttentionHeatmap, LSTMGates, NextTokenDistribution, PositionalMatrix
+from seqviz.decode import beam_search
+from seqviz.widgets import (AttentionHeatmap, AttentionSteps, BeamTree, LSTMGates, NextTokenDistribution,
+                            PositionalMatrix)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -117,6 +124,8 @@ def bench_payloads(L: int, H: int, T: int) -> list[dict]:
         ("PositionalMatrix (computed in the browser)", PositionalMatrix()),
         (f"NextTokenDistribution V={vocab:,}", NextTokenDistribution(rng.normal(size=vocab),
                                                                       [f"w{i}" for i in range(vocab)])),
+        ("BeamTree, a beam of 5 over 20 steps", beam_widget(5, 20)),
+        ("AttentionSteps 4x4 heads x 64 tokens, d_k = 40", steps_widget(4, 4, 64, 40)),
     ]
     rows = []
     print("Payload stored in the page per widget (state JSON + base64 buffers; of which its ES module):")
@@ -194,6 +203,95 @@ def bench_attention(browser, L: int, H: int, T: int, repeats: int) -> dict:
     return out
 
 
+def beam_widget(beam: int, steps: int, vocab: int = 500) -> BeamTree:
+    """A traced beam search over a seeded random bigram model of ``vocab`` words (no stop token: every step is full,
+    2 x beam continuations of each of the beam's hypotheses)."""
+    g = np.random.default_rng(0)
+    table = g.normal(size=(vocab, vocab)) * 3                         # (V, V) next-word scores after each word
+    _, trace = beam_search(lambda ctx: table[ctx[-1]], [0], beam, steps, trace=True, with_greedy=True)
+    return BeamTree(trace, [f"word{i}" for i in range(vocab)], step=1)
+
+
+def steps_widget(L: int, H: int, T: int, d_k: int) -> AttentionSteps:
+    g = np.random.default_rng(0)
+    q, k, v = (g.normal(size=(L, H, T, d_k)).astype(np.float32) for _ in range(3))   # (L, H, T, d_k) each
+    return AttentionSteps(q, k, v, [f"c{i}" for i in range(T)], causal=True)
+
+
+def time_changes(browser, widget, plans: list[tuple[str, list[tuple[str, object]]]]) -> dict:
+    """First render of ``widget``'s ES module in the harness, then each plan's trait changes one by one: the time
+    until its coalesced redraw has run and the layout is done (and to the next frame)."""
+    state = widget.get_state()
+    buffers = {k: b64(bytes(v)) for k, v in state.items() if isinstance(v, (bytes, memoryview))}
+    json_part = {k: v for k, v in state.items() if k not in buffers}
+    out = {"rows": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "index.html").write_text(HARNESS.replace("<body>", f"<style>{state['_css']}</style><body>"))
+        srv, base = serve(Path(tmp))
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + "index.html")
+        page.wait_for_function("() => window.ready === true")
+        page.evaluate("""([s, bufs]) => {
+            window.state = s;
+            for (const [k, v] of Object.entries(bufs)) {
+              const bin = atob(v); const u8 = new Uint8Array(bin.length);
+              for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+              window.state[k] = new DataView(u8.buffer);
+            }
+          }""", [json_part, buffers])
+        out["first_render_ms"] = page.evaluate("esm => window.start(esm)", state["_esm"])
+        for label, changes in plans:
+            js, frames = [], []
+            for name, value in changes:
+                a, b = page.evaluate("([k, v]) => window.change(k, v)", [name, value])
+                js.append(a)
+                frames.append(b)
+            q = np.percentile(js, [50, 95])
+            out["rows"].append({"re-render": label, "median_ms": q[0], "p95_ms": q[1], "max_ms": max(js),
+                                "to_next_frame_median_ms": statistics.median(frames), "repeats": len(js)})
+            print(f"  re-render, {label:34s} {summarize(js)}   (to next frame: median "
+                  f"{statistics.median(frames):.1f} ms)")
+        out["page_errors"] = errors
+        if errors:
+            print("  page errors:", errors)
+        page.close()
+        srv.shutdown()
+    return out
+
+
+def bench_beam_tree(browser, beam: int, steps: int, repeats: int) -> dict:
+    t0 = time.perf_counter()
+    widget = beam_widget(beam, steps)
+    prep = time.perf_counter() - t0
+    n = len(widget.data.step)
+    print(f"BeamTree: a beam of {beam} over {steps} steps, {n:,} nodes (search + checks: {prep * 1000:.0f} ms; "
+          f"stored {stored_size(widget)['stored_bytes'] / 1e3:.1f} kB)")
+    out = time_changes(browser, widget, [
+        ("step slider", [("step", 1 + (i * 7) % steps) for i in range(1, repeats + 1)]),
+        ("node scores log P <-> log P / N^a", [("normalise", i % 2 == 1) for i in range(1, repeats + 1)]),
+        ("pruned nodes shown <-> hidden", [("show_pruned", i % 2 == 0) for i in range(1, min(repeats, 20) + 1)]),
+    ])
+    print(f"  browser: first render               {out['first_render_ms']:8.1f} ms")
+    out.update({"beam": beam, "steps": steps, "nodes": n, "prepare_ms": prep * 1000})
+    return out
+
+
+def bench_attention_steps(browser, L: int, H: int, T: int, d_k: int, repeats: int) -> dict:
+    widget = steps_widget(L, H, T, d_k)
+    print(f"AttentionSteps: {L} layers x {H} heads x {T} tokens, d_k = d_v = {d_k} "
+          f"(stored {stored_size(widget)['stored_bytes'] / 1e3:.1f} kB)")
+    out = time_changes(browser, widget, [
+        ("query change (recomputed)", [("query", (i * 11) % T) for i in range(1, repeats + 1)]),
+        ("causal mask on <-> off", [("causal", i % 2 == 0) for i in range(1, repeats + 1)]),
+        ("layer/head change", [("layer", i % L) if i % 2 else ("head", (i * 3) % H) for i in range(1, repeats + 1)]),
+    ])
+    print(f"  browser: first render               {out['first_render_ms']:8.1f} ms")
+    out.update({"shape": [L, H, T, T, d_k, d_k]})
+    return out
+
+
 def folder_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
@@ -240,7 +338,8 @@ def bench_page_weight(browser, book: Path) -> dict | None:
           f"(+{in_page} blob:/data: loads; outside loopback: {len(external)})")
     for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
         print(f"  {k:55s} {n / 1e6:7.3f} MB")
-    print(f"  of the HTML, embedded widget state (5 widgets)          {state_len / 1e6:7.3f} MB")
+    n_views = html.count('application/vnd.jupyter.widget-view+json')
+    print(f"  of the HTML, embedded widget state ({n_views} widgets){' ' * 9}{state_len / 1e6:7.3f} MB")
     cacheable = sum(n for u, n in sizes.items() if u != path and not u.startswith("_images/"))
     print(f"  page-specific (HTML + figures): {(total - cacheable) / 1e6:.2f} MB; shared by every page: "
           f"{cacheable / 1e6:.2f} MB")
@@ -260,6 +359,8 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=60)
     ap.add_argument("--book", type=Path, default=ROOT / "_build" / "html")
+    ap.add_argument("--beam", type=int, default=5, help="BeamTree: the beam size")
+    ap.add_argument("--beam-steps", type=int, default=20, help="BeamTree: the number of steps")
     ap.add_argument("--quick", action="store_true", help="short run: 4 layers x 4 heads x 64 tokens, 10 repeats")
     args = ap.parse_args()
     if args.quick:
@@ -269,13 +370,20 @@ def main() -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
         attention = bench_attention(browser, args.layers, args.heads, args.tokens, args.repeats)
+        beam = bench_beam_tree(browser, args.beam, args.beam_steps, args.repeats)
+        steps = bench_attention_steps(browser, 4, 4, 64, 40, args.repeats)
         payloads = bench_payloads(args.layers, args.heads, args.tokens)
         weight = bench_page_weight(browser, args.book)
         browser.close()
-    rows = attention.pop("rows")
-    figures = {"rows": rows, "attention": attention, "payload": payloads,
+    name = f"AttentionHeatmap {args.layers}x{args.heads}x{args.tokens}x{args.tokens}"
+    rows = [{"widget": name, **r} for r in attention.pop("rows")]
+    rows += [{"widget": f"BeamTree, beam {args.beam} x {args.beam_steps} steps ({beam['nodes']:,} nodes)", **r}
+             for r in beam.pop("rows")]
+    rows += [{"widget": "AttentionSteps 4x4 heads x 64 tokens, d_k = 40", **r} for r in steps.pop("rows")]
+    figures = {"rows": rows, "attention": attention, "beam_tree": beam, "attention_steps": steps, "payload": payloads,
                "settings": {"quick": args.quick, "layers": args.layers, "heads": args.heads, "tokens": args.tokens,
-                            "repeats": args.repeats, "browser": "Debian chromium, headless"}}
+                            "repeats": args.repeats, "beam": args.beam, "beam_steps": args.beam_steps,
+                            "browser": "Debian chromium, headless"}}
     if weight is not None:
         figures["page_weight"] = weight
     write_results("widgets", figures)

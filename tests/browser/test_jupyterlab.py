@@ -55,6 +55,16 @@ CELLS = [
     # 6: traits read back in Python
     'print(json.dumps({"layer": att.layer, "head": att.head, "gate": lstm.gate, "step": lstm.step,\n'
     '                  "d_model": pos.d_model, "max_len": pos.max_len, "temperature": nxt.temperature}))',
+    # 7-10: issue 24's widgets (test_beam_tree_and_attention_steps_live_in_jupyterlab)
+    "from seqviz.widgets import AttentionSteps, BeamTree\n"
+    "from seqviz.worked_examples import SeedBeamScorer\n"
+    "toy = SeedBeamScorer()\n"
+    "tree = BeamTree.from_search(toy.next_token_logits, [toy.bos], 3, 6, stop_id=toy.eos, tokens=toy)\ntree",
+    "qkv = rng.normal(size=(3, 2, 2, T, 4))  # q, k, v: (L, H, T, d) each\n"
+    "steps = AttentionSteps(*qkv, tokens)\nsteps",
+    "tree.step = 2\nsteps.query = 3\nsteps.causal = True",
+    'print(json.dumps({"step": tree.step, "show_pruned": tree.show_pruned, "normalise": tree.normalise,\n'
+    '                  "query": steps.query, "causal": steps.causal, "layer": steps.layer, "head": steps.head}))',
 ]
 ROOTS = {"att": ".sv-att", "lstm": ".sv-lstm", "pos": ".sv-pos", "nxt": ".sv-next"}
 DRAWN = {"att": "canvas.sv-heat", "lstm": "canvas.sv-heat", "pos": "canvas.sv-enc", "nxt": ".sv-bar-label"}
@@ -279,3 +289,54 @@ def test_widgets_live_in_jupyterlab(notebook):
     assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
     assert not external, f"requests left loopback: {external}"
     assert time.monotonic() - t0 < 120, "the live-kernel round trips took over two minutes"
+
+
+def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
+    """Issue 24's widgets from a live kernel: they render, follow traits set in a later cell, and a step, switch or
+    query chosen in the view reaches Python."""
+    page, external, errors = notebook
+    run_cell(page, 0)                                                     # the set-up (again, if the test above ran)
+    run_cell(page, 7)
+    run_cell(page, 8)
+    tree = page.locator(".jp-OutputArea .sv-beam").first
+    steps = page.locator(".jp-OutputArea .sv-steps").first
+    for name, root in (("BeamTree", tree), ("AttentionSteps", steps)):
+        try:
+            root.wait_for(state="visible", timeout=20_000)
+        except Exception:  # noqa: BLE001
+            pytest.fail(f"{name} did not render in JupyterLab; errors: {errors}", pytrace=False)
+    assert tree.get_attribute("data-step") == "5" and tree.locator("g.sv-node").count() > 20
+    assert steps.get_attribute("data-shape") == "2x2x6x6x4x4" and steps.get_attribute("data-query") == "0"
+    shown = tree.get_attribute("data-shown")
+    weights = steps.locator(".sv-steps-wnum").all_text_contents()
+
+    # Python -> view
+    run_cell(page, 9)
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea .sv-beam').dataset.step === '2'",
+                           timeout=10_000)
+    page.wait_for_function("() => document.querySelector('.jp-OutputArea .sv-steps').dataset.causal === 'true'",
+                           timeout=10_000)
+    assert tree.get_attribute("data-shown") != shown, "the tree did not redraw for step 2"
+    assert steps.get_attribute("data-query") == "3"
+    assert steps.locator(".sv-steps-wnum").all_text_contents() != weights
+    assert steps.locator(".sv-steps-cell.sv-steps-weight.sv-masked").count() == 2     # keys 4, 5 after query 3
+
+    # view -> Python
+    tree.locator("input.sv-step").fill("4")
+    tree.locator("input.sv-show-pruned").uncheck()
+    tree.locator("select.sv-score").select_option("norm")
+    steps.locator(".sv-steps-qtok").nth(5).click()
+    steps.locator("input.sv-causal").uncheck()
+    steps.locator("select.sv-head").select_option("1")
+    assert tree.get_attribute("data-step") == "4" and steps.get_attribute("data-query") == "5"
+    want = {"step": 4, "show_pruned": False, "normalise": True, "query": 5, "causal": False, "layer": 0, "head": 1}
+    got = None
+    for _ in range(20):                                                   # comm messages arrive asynchronously
+        out = run_cell(page, 10)
+        got = json.loads("".join(o.get("text", "") for o in out if o.get("output_type") == "stream"))
+        if got == want:
+            break
+        page.wait_for_timeout(250)
+    assert got == want, f"the view's choices did not all reach Python: {got}"
+    assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
+    assert not external, f"requests left loopback: {external}"

@@ -295,3 +295,253 @@ def test_xss_token_is_text_in_every_widget(tools):
     page.locator(f"#sv-mock-{handles[3]} button.sv-sample").click()
     assert set(page.locator(f"#sv-mock-{handles[3]} .sv-samples .sv-sample").all_text_contents()) == {XSS}
     assert page.locator("img[src=x]").count() == 0
+
+
+# ------------------------------------------------------------------------------- beam tree (issue 24) -------------
+
+
+def beam_state(m) -> dict:
+    """The embedded BeamTree's search, decoded as beam_tree.js decodes it."""
+    s, b = m["state"], m["buffers"]
+    parent = np.frombuffer(b["parent"], "<i4")
+    starts = s["step_start"]
+    step = np.zeros(len(parent), int)
+    for t in range(len(starts) - 1):
+        step[starts[t]:starts[t + 1]] = t
+    labels = [s["vocab"][i] for i in np.frombuffer(b["token"], "<u4")]
+
+    def text(n):
+        out = []
+        while n > 0:
+            out.append(labels[n])
+            n = parent[n]
+        return s["joiner"].join(out[::-1])
+
+    return {"parent": parent, "status": np.frombuffer(b["status"], np.uint8), "step": step,
+            "logprob": np.frombuffer(b["logprob"], "<f8"), "labels": labels, "text": text, "n_steps": len(starts) - 2}
+
+
+def beam_table(B, t, normalise, alpha):
+    """What the table under the tree must list at step t: live and finished-by-t hypotheses, best first, then greedy."""
+    rows = [n for n in range(len(B["step"])) if B["step"][n] == t and B["status"][n] == 0] + \
+           [n for n in range(len(B["step"])) if 0 < B["step"][n] <= t and B["status"][n] == 2]
+    score = (lambda n: B["logprob"][n] / max(B["step"][n], 1) ** alpha) if normalise else (lambda n: B["logprob"][n])
+    return sorted(rows, key=score, reverse=True)
+
+
+def test_beam_tree_step_slider_changes_what_is_drawn(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "BeamTree", beam_size=3, joiner=" ")
+    B = beam_state(m)
+    root = page.locator(".sv-beam").first
+    assert B["n_steps"] == 5 and root.get_attribute("data-step") == str(m["state"]["step"])
+    svg = root.locator("svg.sv-beam-svg")
+    for t in (1, 4, 2, 5):
+        root.locator("input.sv-step").fill(str(t))
+        assert root.get_attribute("data-step") == str(t)
+        # every node up to step t is drawn (pruned ones too), nothing after it
+        assert int(root.get_attribute("data-shown")) == int((B["step"] <= t).sum())
+        assert svg.locator(f'g.sv-col[data-step="{t}"]').is_visible()
+        if t < 5:
+            assert not svg.locator(f'g.sv-col[data-step="{t + 1}"]').is_visible()
+        # the table: the beam at step t with the search's numbers, then greedy's hypothesis
+        want = beam_table(B, t, False, 1.0)
+        rows = root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp")
+        assert rows.all_text_contents() == [B["text"](n) for n in want]
+        sums = root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-sum")
+        got = [float(sums.nth(r).get_attribute("data-value")) for r in range(sums.count())]
+        np.testing.assert_allclose(got, [B["logprob"][n] for n in want], rtol=0, atol=1e-12)
+        greedy = m["state"]["greedy"]
+        assert root.locator(".sv-greedy-row .sv-beam-hyp").text_content() == B["text"](greedy[min(t, len(greedy)) - 1])
+    # at the last step: the returned hypotheses are ranked; greedy's path is drawn
+    assert root.locator(".sv-rank").count() == 3 and root.locator(".sv-rank").first.is_visible()
+    first = root.locator(".sv-beam-table tr").nth(1)
+    assert first.locator(".sv-beam-hyp").text_content() == "How are you </s>"
+    assert "returned #1" in first.locator(".sv-beam-what").text_content()
+    assert root.locator(".sv-greedy-row .sv-beam-hyp").text_content() == "How will you </s>"
+    assert svg.locator("path.sv-greedy-edge").count() == 4
+    root.locator("input.sv-step").fill("4")
+    assert not root.locator(".sv-rank").first.is_visible()          # ranks only once the search has ended
+
+
+def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "BeamTree", beam_size=3, joiner=" ")
+    B = beam_state(m)
+    root = page.locator(".sv-beam").first
+    root.locator("input.sv-step").fill("5")
+    before = sig_svg(root)
+    root.locator("input.sv-show-pruned").uncheck()
+    assert root.get_attribute("data-show-pruned") == "false"
+    assert int(root.get_attribute("data-shown")) == int((B["status"] != 1).sum())
+    assert sig_svg(root) != before
+    # node labels: log P, then log P / N^alpha
+    node = root.locator("g.sv-node.sv-finished").first
+    n = int(node.get_attribute("data-node"))
+    assert node.locator(".sv-node-score").text_content() == f"{B['logprob'][n]:.2f}"
+    root.locator("select.sv-score").select_option("norm")
+    alpha = m["state"]["alpha"]
+    assert root.get_attribute("data-score") == "norm"
+    assert node.locator(".sv-node-score").text_content() == f"{B['logprob'][n] / B['step'][n] ** alpha:.2f}"
+    want = beam_table(B, 5, True, alpha)
+    assert root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp").all_text_contents() == \
+        [B["text"](k) for k in want]
+    assert root.locator(".sv-beam-table tr").nth(1).locator(".sv-beam-hyp").text_content() == "How do you do </s>"
+    norms = root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-norm")
+    np.testing.assert_allclose([float(norms.nth(r).get_attribute("data-value")) for r in range(norms.count())],
+                               [B["logprob"][k] / B["step"][k] ** alpha for k in want], rtol=0, atol=1e-12)
+    node.scroll_into_view_if_needed()
+    node.hover()
+    text = root.locator(".sv-readout").text_content()
+    assert text.startswith(f"step {B['step'][n]}: \u201c{B['text'](n)}\u201d  log P = {B['logprob'][n]:.3f}")
+    assert "finished" in text
+    assert root.locator("g.sv-node.sv-path").count() == B["step"][n] + 1      # the path back to the prompt
+
+
+def sig_svg(root) -> str:
+    """What the tree draws: the markup of its visible columns (equal strings = the same drawing)."""
+    return root.locator("svg.sv-beam-svg").evaluate(
+        "s => Array.from(s.querySelectorAll('g.sv-col')).filter(g => g.style.display !== 'none')"
+        ".map(g => g.outerHTML).join('')")
+
+
+def test_beam_tree_of_a_character_model(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "BeamTree", joiner="")
+    B = beam_state(m)
+    root = page.locator(".sv-beam").nth(1)
+    assert root.get_attribute("data-step") == str(B["n_steps"])
+    assert root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp").all_text_contents() == \
+        [B["text"](n) for n in beam_table(B, B["n_steps"], False, 1.0)]
+    labels = root.locator("g.sv-node .sv-node-label").all_text_contents()
+    assert "\u2423" in labels                                          # a space is shown as a visible symbol
+
+
+# --------------------------------------------------------------------------- attention steps (issue 24) -----------
+
+
+def steps_state(m) -> dict:
+    s, b = m["state"], m["buffers"]
+    L, H, Tq, Tk, dk, dv = s["shape"]
+    dt = "<f8" if s["dtype"] == "f8" else "<f4"
+    return {"q": np.frombuffer(b["q"], dt).astype(np.float64).reshape(L, H, Tq, dk),
+            "k": np.frombuffer(b["k"], dt).astype(np.float64).reshape(L, H, Tk, dk),
+            "v": np.frombuffer(b["v"], dt).astype(np.float64).reshape(L, H, Tk, dv), "shape": (L, H, Tq, Tk, dk, dv),
+            "pos": s["query_positions"]}
+
+
+def python_steps(S, l, h, i, causal):
+    """seqviz.attention.attention on the numbers the page holds: dots, scaled dots, weights, output."""
+    import torch
+
+    from seqviz.attention import attention
+
+    q, k, v = (torch.from_numpy(x) for x in (S["q"][l, h, i][None], S["k"][l, h], S["v"][l, h]))
+    Tk = k.shape[0]
+    mask = (torch.arange(Tk) <= S["pos"][i])[None] if causal else None
+    out, w = attention(q, k, v, mask)                                   # (1, d_v), (1, T_k)
+    dots = (k @ q[0]).numpy()
+    return dots, dots / np.sqrt(q.shape[1]), w[0].numpy(), out[0].numpy()
+
+
+def shown_steps(root):
+    """The numbers the AttentionSteps view shows, at full precision (data-value) and as printed."""
+    def values(cls):
+        loc = root.locator(f".{cls}")
+        return np.array([float(loc.nth(j).get_attribute("data-value")) for j in range(loc.count())])
+    return (values("sv-steps-dot"), values("sv-steps-scaled"), values("sv-steps-weight"), values("sv-steps-yval"),
+            root.locator(".sv-steps-wnum").all_text_contents())
+
+
+def test_attention_steps_numbers_in_the_browser_equal_python(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "AttentionSteps", dtype="f4")
+    S = steps_state(m)
+    L, H, Tq, Tk, dk, dv = S["shape"]
+    assert L * H > 1
+    root = page.locator(".sv-steps").nth(1)
+    for l, h, i, causal in [(0, 0, Tq - 1, True), (L - 1, H - 1, 5, True), (L - 1, 1, 5, False), (0, 2, 0, True)]:
+        root.locator("select.sv-layer").select_option(str(l))
+        root.locator("select.sv-head").select_option(str(h))
+        root.locator(".sv-steps-qtok").nth(i).click()
+        if root.locator("input.sv-causal").is_checked() != causal:
+            root.locator("input.sv-causal").click()
+        assert (root.get_attribute("data-layer"), root.get_attribute("data-head"), root.get_attribute("data-query"),
+                root.get_attribute("data-causal")) == (str(l), str(h), str(i), str(causal).lower())
+        dots, scaled, weights, out, printed = shown_steps(root)
+        want = python_steps(S, l, h, i, causal)
+        np.testing.assert_allclose(dots, want[0], rtol=0, atol=1e-6)
+        masked = np.arange(Tk) > S["pos"][i] if causal else np.zeros(Tk, bool)
+        np.testing.assert_allclose(scaled[~masked], want[1][~masked], rtol=0, atol=1e-6)
+        assert np.isneginf(scaled[masked]).all()
+        np.testing.assert_allclose(weights, want[2], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(out, want[3], rtol=0, atol=1e-6)
+        assert printed == [f"{w:.4f}" for w in want[2]]
+        assert root.locator(".sv-steps-cell.sv-steps-weight.sv-masked").count() == int(masked.sum())
+
+
+def test_attention_steps_of_the_seed_example_and_what_a_click_redraws(tools):
+    page = tools
+    mid, m = model_of(embedded_models(page), "AttentionSteps", dtype="f8")
+    root = page.locator(".sv-steps").first
+    assert root.get_attribute("data-shape") == "1x1x1x4x64x4"
+    assert root.locator(".sv-steps-key").all_text_contents() == ["We", "wash", "our", "cats"]
+    dots, scaled, weights, out, printed = shown_steps(root)
+    assert dots.tolist() == [13, 24, 20, 12] and scaled.tolist() == [1.625, 3.0, 2.5, 1.5]
+    S = steps_state(m)
+    np.testing.assert_allclose(weights, python_steps(S, 0, 0, 0, False)[2], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out, python_steps(S, 0, 0, 0, False)[3], rtol=0, atol=1e-12)
+    weighted = root.locator("canvas.sv-steps-weighted")
+    before = sig(weighted)
+    root.locator("input.sv-causal").check()                            # "We" is first: it sees only itself
+    assert shown_steps(root)[2].tolist() == [1.0, 0.0, 0.0, 0.0] and sig(weighted) != before
+    assert root.locator(".sv-steps-scaled").nth(1).text_content() == "\u2212\u221e (masked)"
+    # the model's widget: another query redraws the products and the weighted values
+    lm = page.locator(".sv-steps").nth(1)
+    prod = lm.locator("canvas.sv-steps-prod")
+    p0, w0 = sig(prod), sig(lm.locator("canvas.sv-steps-weighted"))
+    lm.locator(".sv-steps-qtok").nth(3).click()
+    assert lm.get_attribute("data-query") == "3" and sig(prod) != p0 and sig(lm.locator("canvas.sv-steps-weighted")) != w0
+    assert lm.locator(".sv-steps-qtok.sv-current").text_content() == lm.locator(".sv-steps-qtok").nth(3).text_content()
+    S = steps_state(model_of(embedded_models(page), "AttentionSteps", dtype="f4")[1])
+    k = lm.locator("canvas.sv-steps-k")
+    k.scroll_into_view_if_needed()
+    box = k.bounding_box()
+    Tk, dk = S["shape"][3], S["shape"][4]
+    page.mouse.move(box["x"] + (2 + 0.5) * box["width"] / dk, box["y"] + (1 + 0.5) * box["height"] / Tk)
+    l, h = int(lm.get_attribute("data-layer")), int(lm.get_attribute("data-head"))
+    assert lm.locator(".sv-readout").text_content().startswith(f"k_1[2] = {S['k'][l, h, 1, 2]:.3f}")
+
+
+# ----------------------------------------------------- issue 24 widgets: Python -> browser updates, XSS ------------
+
+
+def test_beam_tree_and_attention_steps_follow_traits_and_show_tokens_as_text(tools):
+    page = tools
+    models = embedded_models(page)
+    beam, m = model_of(models, "BeamTree", beam_size=3, joiner=" ")
+    hb = mock(page, beam)
+    kernel_sets(page, hb, "step", 3)
+    kernel_sets(page, hb, "normalise", True)
+    assert (data(page, hb, "step"), data(page, hb, "score")) == ("3", "norm")
+    kernel_sets(page, hb, "show_pruned", False)
+    assert data(page, hb, "showPruned") == "false"
+    steps, m2 = model_of(models, "AttentionSteps", dtype="f4")
+    hs = mock(page, steps)
+    kernel_sets(page, hs, "query", 2)
+    kernel_sets(page, hs, "causal", False)
+    kernel_sets(page, hs, "layer", 1)
+    assert (data(page, hs, "query"), data(page, hs, "causal"), data(page, hs, "layer")) == ("2", "false", "1")
+    # token text: markup in a label stays text
+    xb = mock(page, beam, vocab=[XSS] * len(m["state"]["vocab"]), title=XSS)
+    Tq, Tk = m2["state"]["shape"][2:4]
+    xs = mock(page, steps, query_tokens=[XSS] * Tq, key_tokens=[XSS] * Tk, title=XSS)
+    page.wait_for_timeout(50)
+    for h in (xb, xs):
+        el = page.locator(f"#sv-mock-{h}")
+        assert el.locator("img").count() == 0 and el.locator(".sv-title").text_content() == XSS
+    assert page.locator(f"#sv-mock-{xb} g.sv-node title").first.text_content() == XSS
+    assert XSS in page.locator(f"#sv-mock-{xb} .sv-beam-hyp").first.text_content()
+    assert page.locator(f"#sv-mock-{xs} .sv-steps-key").first.text_content() == XSS
+    assert page.locator(f"#sv-mock-{xs} .sv-steps-qtok").first.text_content() == XSS
+    assert page.locator("img[src=x]").count() == 0
