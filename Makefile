@@ -123,14 +123,14 @@ bench: setup
 clean:
 	rm -rf _build .jupyter_cache _vendor $(STAMPS)/pkg
 
-# Chapter 7's pretrained LM, src/seqviz/checkpoints/bbc_lm.pt, by the package's own recipe (seqviz.summarize.pretrain)
+# Chapter 8's pretrained LM, src/seqviz/checkpoints/bbc_lm.pt, by the package's own recipe (seqviz.summarize.pretrain)
 # on one thread (5,000 steps: 44 min on a shared, busy 2-core machine; an idle one is faster); it prints the SHA-256 to put
 # in seqviz.summarize.pretraining.PRETRAINED_SHA256.
 .PHONY: pretrain-summarize
 pretrain-summarize: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize pretrain
 
-# Chapter 7's copy summarizer (issue 21): a word-level encoder-decoder with a pointer-generator head, pretrained on
+# Chapter 8's copy summarizer (issue 21): a word-level encoder-decoder with a pointer-generator head, pretrained on
 # 30k gap-sentence pairs of the BBC training bodies, then fine-tuned 150 steps on the training headlines
 # (seqviz.summarize.CopyRecipe), written to src/seqviz/checkpoints/bbc_copy.pt in float16; one thread, about 40 min on
 # a busy 2-core machine. It prints the SHA-256 to put in seqviz.summarize.copy_checkpoint.COPY_SHA256.
@@ -147,7 +147,7 @@ copy-summarizer: setup
 char-lstm: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.char_lstm train
 
-# Chapter 6's checkpoints (issue 22), by seqviz.transformer.pretrained's recipes on one thread, in float16:
+# Chapter 7's checkpoints (issue 22), by seqviz.transformer.pretrained's recipes on one thread, in float16:
 # dates_transformer.pt (SHIPPED_DATES, a 3+3-layer encoder-decoder on chapter 5's dates, about a minute) and
 # shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the build time is in the file's record).
 # Each prints its SHA-256 to put in seqviz.transformer.pretrained.SHA256.

@@ -75,7 +75,7 @@ def run_notebook(path: Path, timeout: int, inplace: bool = False) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{path} failed to run:\n{proc.stderr[-3000:]}")
     code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-    # the threads the notebook's own kernel computes with: chapters 2-7 pin them in their first code cell, so this
+    # the threads the notebook's own kernel computes with: chapters 2-8 pin them in their first code cell, so this
     # harness's torch thread count (in the machine line) is not theirs
     pinned = PINNED_THREADS.search("\n".join("".join(c["source"]) for c in code))
     return {"notebook": str(path.relative_to(ROOT)), "code cells": len(code), "wall s": wall, "CPU s": cpu,

@@ -1,4 +1,4 @@
-"""Benchmark: chapter 7's headline generators on the BBC test split, after the baselines and oracles they must beat.
+"""Benchmark: chapter 8's headline generators on the BBC test split, after the baselines and oracles they must beat.
 
     .venv/bin/python bench/bench_summarize.py            # everything, one thread (about 15 min on a busy machine)
     .venv/bin/python bench/bench_summarize.py --quick    # 30 test articles, models trained 1/10 as long: a smoke
@@ -13,7 +13,7 @@ Rows, in the chapter's order (``kind``):
 - ``delta``: SLP §9.9's decoder-only LM (the BPE checkpoint ``bbc_lm.pt`` fine-tuned 300 steps on the pairs, greedy);
 - ``selector``: keep/drop compression (Filippova & Altun 2013), the 10-feature regression at k = 5 and at the k best
   on validation, and a token head on the delta LM's pretrained checkpoint (300 steps of 16 leads) at k = 5;
-- ``copy``: word-level models trained from scratch for the same 150 steps (chapter 6's encoder-decoder and SLP's
+- ``copy``: word-level models trained from scratch for the same 150 steps (chapter 7's encoder-decoder and SLP's
   decoder-only δ LM, each with and without the copy head), and the checkpoint ``bbc_copy.pt`` (``make
   copy-summarizer``: gap-sentence pretraining + 150 fine-tuning steps), greedy, no repeated word, no punctuation,
   alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior).

@@ -1,4 +1,4 @@
-"""Benchmark: chapter 6's transformer LM on Shakespeare characters against a minimal GPT's CPU recipe, and on PTB.
+"""Benchmark: chapter 7's transformer LM on Shakespeare characters against a minimal GPT's CPU recipe, and on PTB.
 
     .venv/bin/python bench/bench_transformer.py              # the protocol: reference + tuned + chapter rows (~9 min)
     .venv/bin/python bench/bench_transformer.py --rows tuned-90 --ablation --threads 1 --clock cpu
@@ -14,8 +14,8 @@ non-overlapping 64-character windows covering the whole validation split (``seqv
 validation split is scored at 30, 60, 90 and 139 s.
 
 Rows: ``reference`` (a minimal GPT's documented CPU configuration through our code, ``REFERENCE``), ``tuned-90`` /
-``tuned-139`` (``TUNED``, its schedule fitted to the budget), ``chapter`` (the model chapter 6 trains live,
-``seqviz.transformer.CHAPTER_CHAR``, fixed steps) and ``shipped`` (the checkpoint chapter 6 loads, scored here on the
+``tuned-139`` (``TUNED``, its schedule fitted to the budget), ``chapter`` (the model chapter 7 trains live,
+``seqviz.transformer.CHAPTER_CHAR``, fixed steps) and ``shipped`` (the checkpoint chapter 7 loads, scored here on the
 protocol's validation split; its training time is the build's). ``--ablation`` trains ``TUNED`` at the 90 s budget
 with one choice changed at a time (``ABLATIONS``: switched back to the reference's, or one more trick: torch.compile,
 bf16 autocast, fused AdamW, sequence packing, Muon); its loss minus tuned-90's is what the choice is worth here,
@@ -112,7 +112,7 @@ ABLATIONS = {                              # name -> what changes from TUNED (ea
 }
 
 
-# PTB words (chapter 6's rung of the perplexity ladder): the decoder-only LM on sentence_stream windows
+# PTB words (chapter 7's rung of the perplexity ladder): the decoder-only LM on sentence_stream windows
 PTB_PUBLISHED = {"KN 5-gram (Mikolov et al. 2011)": 141.2, "RNN LM (Mikolov & Zweig 2012)": 124.7,
                  "LSTM, non-regularized small (Zaremba et al. 2014)": 114.5,
                  "LSTM medium, dropout (Zaremba et al. 2014)": 82.7}
@@ -290,7 +290,7 @@ def train(name: str, r: Recipe, train_ids, val_ids, V: int, marks, quick: bool, 
 
 
 def shipped_row(val_ids, itos) -> dict:
-    """The checkpoint chapter 6 loads, scored on the protocol's validation split (no training here); None, said,
+    """The checkpoint chapter 7 loads, scored on the protocol's validation split (no training here); None, said,
     while the checkpoint has not been built."""
     try:
         model, ck_itos, info = load_char_lm()

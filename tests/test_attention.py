@@ -1,4 +1,4 @@
-"""Chapter 5: attention maths (equal to scaled_dot_product_attention), score modules, and the lecture's worked
+"""Chapters 5 and 6: attention maths (equal to scaled_dot_product_attention), score modules, and the lecture's worked
 examples (seqviz.worked_examples: "We wash our cats", the seed's beam of 3)."""
 import math
 

@@ -56,7 +56,7 @@ def test_every_rung_says_its_budget():
     assert rungs["1 n-gram"]["budget"] == "1 s"
     assert rungs["2 fixed window"]["budget"] == "47 min"
     assert rungs["4 LSTM"]["budget"] == "36 min"
-    assert rungs["6 transformer"]["budget"] == "60 min" and rungs["6 transformer"]["perplexity"] == 100.0
+    assert rungs["7 transformer"]["budget"] == "60 min" and rungs["7 transformer"]["perplexity"] == 100.0
     assert rungs["3 RNN"]["budget"] is None and rungs["3 RNN"]["perplexity"] is None   # not measured here
     assert "budget" in recap.RECAP_COLUMNS
 
@@ -68,7 +68,7 @@ def test_plot_compute_draws_a_line_per_run_and_a_star_per_test():
     assert len(stars) == 4                                                 # KN, window, LSTM, transformer
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"ch. 1 n-gram", "ch. 2 fixed window", "ch. 4 LSTM",
-                                                                   "ch. 6 transformer"}
+                                                                   "ch. 7 transformer"}
 
 
 def test_upto_must_be_a_chapter_bench():

@@ -331,7 +331,7 @@ class _Unpicklable:
     """Any class outside torch's allow-list: torch.load(weights_only=True) must refuse to build it."""
 
 
-# -- the package's public face: what chapter 7 imports, and the command line `make pretrain-summarize` runs -----------
+# -- the package's public face: what chapter 8 imports, and the command line `make pretrain-summarize` runs -----------
 def test_every_name_the_chapter_imports_from_seqviz_summarize_is_there():
     import json
     import re
@@ -339,7 +339,7 @@ def test_every_name_the_chapter_imports_from_seqviz_summarize_is_there():
 
     import seqviz.summarize
 
-    nb = Path(__file__).resolve().parents[1] / "notebooks" / "07_summarization.ipynb"
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "08_summarization.ipynb"
     src = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
     names = [n.strip() for group in re.findall(r"from seqviz\.summarize import \(?([^)]*?)\)?\n(?!\s)", src)
              for n in group.replace("\n", " ").split(",") if n.strip()]

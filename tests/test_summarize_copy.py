@@ -1,4 +1,4 @@
-"""Tests of chapter 7's copy mechanism, keep/drop labels, baselines and the swap test (issue 21)."""
+"""Tests of chapter 8's copy mechanism, keep/drop labels, baselines and the swap test (issue 21)."""
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Chapter 6's shipped checkpoints, their recipes, and the chunked output layer the PTB rung trains through.
+"""Chapter 7's shipped checkpoints, their recipes, and the chunked output layer the PTB rung trains through.
 
 The checkpoints (seqviz/checkpoints/shakespeare_char.pt, dates_transformer.pt) are checked against their SHA-256,
 refuse a wrong one, and give the loss their build recorded on a fixed slice of their data; the recipes train (tiny

@@ -1,5 +1,5 @@
 """seqviz.data.lm, the transformer chapter's data: random LM windows, BERT's corruption (the random token is a real
-token, never [MASK] nor a special id), masked windows; and the names chapter 6 imports from seqviz.transformer."""
+token, never [MASK] nor a special id), masked windows; and the names chapters 6 and 7 import from seqviz.transformer."""
 import pytest
 import torch
 
@@ -73,7 +73,7 @@ def test_masked_windows_are_mask_tokens_of_random_windows():
 
 
 def test_seqviz_transformer_still_exports_every_name_it_exported():
-    """Chapter 6 and the benchmarks import these from seqviz.transformer (the data pieces are seqviz.data's)."""
+    """Chapters 6 and 7 and the benchmarks import these from seqviz.transformer (the data pieces are seqviz.data's)."""
     import seqviz.data
     import seqviz.transformer as T
     old = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "AttnOut", "FeedForward", "TransformerBlock",

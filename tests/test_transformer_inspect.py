@@ -1,6 +1,6 @@
 """seqviz.transformer.inspect: the queries, keys and values a TransformerLM's blocks compute, returned on request.
 
-They must be the ones the model attends with: chapter 5's ``attention`` on them gives the model's own attention
+They must be the ones the model attends with: chapter 6's ``attention`` (§6.1) on them gives the model's own attention
 weights (every layer and head, pre- and post-norm, causal and bidirectional, learned and sinusoidal positions), and
 merging the heads with W^O gives the attention sublayer's output. Nothing is left on the model.
 """

@@ -350,6 +350,6 @@ def test_prepare_steps_keeps_float64_exact_and_rounds_float32_as_sent():
 
 
 def test_attention_steps_payload_is_compact():
-    q, k, v = _qkv(L=4, H=4, Tq=40, Tk=40, dk=40, dv=40)                   # the chapter 6 char model's size
+    q, k, v = _qkv(L=4, H=4, Tq=40, Tk=40, dk=40, dv=40)                   # the chapter 7 char model's size
     w = AttentionSteps(q, k, v, toks(40))
     assert stored_bytes(w) < 1.05 * (4 / 3) * 4 * q.numel() * 3 + 2_000     # float32 bytes, base64, little JSON

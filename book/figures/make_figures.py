@@ -442,7 +442,7 @@ def encoder_decoder_attention() -> Canvas:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Chapter 6: the transformer block and multi-head attention
+# Chapter 6: the transformer block and multi-head attention; chapter 7: training a transformer LM
 # ----------------------------------------------------------------------------------------------------------------
 def _block_column(c: Canvas, cx: float, pre: bool) -> None:
     """One transformer block, bottom to top, with its two residual paths; post-norm (SLP) or pre-norm."""
@@ -568,7 +568,7 @@ def lm_training() -> Canvas:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Chapter 7: summarization as language modelling, and copying
+# Chapter 8: summarization as language modelling, and copying
 # ----------------------------------------------------------------------------------------------------------------
 def summarization_delta() -> Canvas:
     """SLP Fig. 9.24: article x_1..x_m, the delimiter δ, summary y_1..y_n as one LM sequence; loss on the summary."""
@@ -581,7 +581,7 @@ def summarization_delta() -> Canvas:
     y_in, y_lm, y_out = 96, 148, 202
     red = ROLE["loss"]
     lm = c.box((xs[0] + xs[-1]) / 2, y_lm, xs[-1] - xs[0] + 56, 30,
-               "the transformer LM of chapter 6 (causal: each position sees only what is left of it)", role="attn",
+               "the transformer LM of chapter 7 (causal: each position sees only what is left of it)", role="attn",
                size=FS_S + 0.5)
     for k, (x, a, b, kind) in enumerate(zip(xs, ins, outs, kinds)):
         if a == "…":
@@ -736,7 +736,7 @@ FIGURES: list[Figure] = [
            "and computes $\\mathrm{head}_i = \\mathrm{SelfAttention}(Q, K, V)$ (9.48), (9.39); the heads are "
            "concatenated and projected by $W^O$ (9.46)."),
     Figure("lm_training", "Training a transformer LM (SLP Fig. 9.21)", lm_training,
-           "06_transformer",
+           "07_transformer_lms",
            "Diagram of training a transformer language model. The input words So long and thanks for go through "
            "embeddings with positions, causal transformer blocks and a softmax at every position. Each position's "
            "target is the next word: long, and, thanks, for, all. Each position's loss is minus the log probability "
@@ -745,7 +745,7 @@ FIGURES: list[Figure] = [
            "the next gold word at once, with the cross-entropy (9.13) at each position averaged over the $T$ "
            "positions."),
     Figure("summarization_delta", "Summarization with a transformer LM (SLP Fig. 9.24)", summarization_delta,
-           "07_summarization",
+           "08_summarization",
            "Diagram of summarization with a transformer language model. One training sequence holds the article "
            "tokens x_1 to x_m, the delimiter delta and the summary tokens y_1 to y_n. The language model predicts "
            "the next token at every position, but only the predictions from delta on, of y_1 to y_n and the end "
@@ -754,7 +754,7 @@ FIGURES: list[Figure] = [
            "summary form one sequence; the loss is on the summary tokens only (`seqviz.summarize.build_example`, "
            "`loss_on=\"summary\"`); at inference the article and $\\delta$ are the prompt."),
     Figure("pointer_generator", "Pointer-generator copy mechanism (See et al. 2017)", pointer_generator,
-           "07_summarization",
+           "08_summarization",
            "Diagram of the pointer-generator's copy mechanism at one decoder step. Top left, the attention over the "
            "source words Germany beat Argentina 2-0, with 0.80 on Argentina. Top right, the vocabulary distribution, "
            "which has no entry for Argentina. A gate p_gen of 0.2 weighs them: the final distribution is p_gen times "

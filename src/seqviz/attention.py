@@ -1,8 +1,9 @@
-"""Chapter 5: attention maths. The causal mask, the masked softmax, scaled dot-product attention, and the score
+"""Chapters 5 and 6: attention maths. The causal mask, the masked softmax, scaled dot-product attention, and the score
 modules of encoder-decoder attention (SLP 3rd ed. draft, ch. 9, (9.30)-(9.39)).
 
-Chapter 6's transformer and the attention widget import from here; the recurrent encoder-decoder that uses
-``SoftAttention`` is ``seqviz.seq2seq``, the lecture's worked examples are ``seqviz.worked_examples``.
+Chapter 6 teaches self-attention with ``attention`` (§6.1), and its transformer layers and the attention widget
+import from here; the recurrent encoder-decoder that uses ``SoftAttention`` is ``seqviz.seq2seq``, the lecture's
+worked examples are ``seqviz.worked_examples``.
 
 Shapes, batch first: B batch, T_q query positions, T_k key positions, d_k key/query width, d_v value width.
 """

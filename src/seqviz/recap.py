@@ -23,7 +23,7 @@ __all__ = ["find_bench", "show_recap", "chapter_rungs", "training_curves", "plot
 
 #: the benches that put a chapter's model on the PTB perplexity ladder, in lecture order, with the chapter they measure
 CHAPTERS = {"ngram": "1 n-gram", "window": "2 fixed window", "rnn": "3 RNN", "lstm": "4 LSTM",
-            "transformer": "6 transformer"}
+            "transformer": "7 transformer"}
 #: what a chapter's own models are called in its bench's rows (benches also print baselines, e.g. KN5 in window.json)
 FAMILY = {"ngram": ("gram",), "window": ("window",), "rnn": ("rnn", "elman"), "lstm": ("lstm", "gru"),
           "transformer": ("transformer",)}

@@ -1,5 +1,5 @@
-"""Chapter 5's worked examples, with the numbers of the lecture's slides: self-attention for "We wash our cats"
-(seed 003) and a beam of 3 that finds "How are you" where greedy says "How will you" (seed 004).
+"""The worked examples of chapters 5 and 6, with the numbers of the lecture's slides: self-attention for "We wash our
+cats" (seed 003, chapter 6) and a beam of 3 that finds "How are you" where greedy says "How will you" (seed 004).
 
 Toy inputs chosen so that every printed number matches the slide; the models themselves live in ``seqviz.attention``
 (the maths these examples run through) and ``seqviz.decode`` (the beam search).

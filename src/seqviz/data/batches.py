@@ -12,7 +12,7 @@ the same order.
 - fixed windows (ch. 2): :func:`fixed_windows`, :class:`WindowBatches`, :func:`window_data`
 - LM streams (ch. 3-4, stateful truncated BPTT): :func:`sentence_stream`, :class:`StreamBatcher`, :func:`lm_batches`
 - padded sequences with masks (tagging, classification): :func:`pad_batch`, :class:`PaddedBatches`
-- padded source/target pairs (encoder-decoders, ch. 5-7): :class:`PairBatches`, :func:`shift_right`
+- padded source/target pairs (encoder-decoders, ch. 5, 7 and 8): :class:`PairBatches`, :func:`shift_right`
 """
 from __future__ import annotations
 

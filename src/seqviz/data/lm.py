@@ -1,4 +1,4 @@
-"""Training data for a context-window language model (chapters 6-7): random windows of a token stream, and BERT's
+"""Training data for a context-window language model (chapters 7-8): random windows of a token stream, and BERT's
 masked-LM corruption of them (Devlin et al. 2019).
 
 - :func:`random_windows`  windows of T tokens from random places, each with its next-token targets (SLP Fig. 9.21)

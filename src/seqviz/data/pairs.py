@@ -1,4 +1,4 @@
-"""Source/target pair tasks ready to train an encoder-decoder (chapters 5 and 6): vocabularies, batches, held-out
+"""Source/target pair tasks ready to train an encoder-decoder (chapters 5 and 7): vocabularies, batches, held-out
 pairs as ids and as text.
 
 - :func:`date_pairs`          the date-normalisation task of ``seqviz.data.tasks``, characters -> characters

@@ -1,4 +1,4 @@
-"""Chapter 7: summarization with a transformer language model (SLP 3rd ed. draft, ch. 9, §9.9).
+"""Chapter 8: summarization with a transformer language model (SLP 3rd ed. draft, ch. 9, §9.9).
 
 SLP's recipe (§9.9, Fig. 9.24): each pair of an article x_1..x_m and its summary y_1..y_n becomes one training
 sequence x_1..x_m δ y_1..y_n </s> for a decoder-only LM, trained with teacher forcing; at inference the article

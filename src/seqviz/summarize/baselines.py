@@ -1,5 +1,5 @@
-"""Chapter 7's targets, before any model: baselines a reviewer would ask for and oracles that bound what a method can
-reach (the chapter's §7.1). Every function returns one headline (a str) per article body.
+"""Chapter 8's targets, before any model: baselines a reviewer would ask for and oracles that bound what a method can
+reach (the chapter's §8.1). Every function returns one headline (a str) per article body.
 
 - :func:`lead_baseline` (the first k words), :func:`choose_lead_k` (k picked on validation), :func:`first_sentence`,
   :func:`random_sentence_baseline`;

@@ -1,8 +1,8 @@
-"""Two summarizers that wear the copy head, at the same parameter budget (chapter 7's comparison):
+"""Two summarizers that wear the copy head, at the same parameter budget (chapter 8's comparison):
 
-- :class:`CopyEncoderDecoder`: chapter 6's ``EncoderDecoderTransformer``; the copy head points at the encoder's
+- :class:`CopyEncoderDecoder`: chapter 7's ``EncoderDecoderTransformer``; the copy head points at the encoder's
   outputs (what cross-attention reads);
-- :class:`CopyLM`: chapter 6's ``TransformerLM`` in SLP §9.9's format x_1..x_m δ y_1..y_n </s>; the copy head
+- :class:`CopyLM`: chapter 7's ``TransformerLM`` in SLP §9.9's format x_1..x_m δ y_1..y_n </s>; the copy head
   points at the LM's own final states at the article's positions.
 
 Both follow the package's interface ``forward(x, targets, mask) -> (logits, loss)``: ``x`` (B, S) the article's
@@ -38,7 +38,7 @@ class CopyConfig:
     decoder blocks, so both have about the same number of parameters."""
 
     vocab_size: int
-    arch: str = "encdec"         # "encdec" (chapter 6's encoder-decoder) or "lm" (SLP §9.9's decoder-only δ format)
+    arch: str = "encdec"         # "encdec" (chapter 7's encoder-decoder) or "lm" (SLP §9.9's decoder-only δ format)
     copy: bool = True            # wear the pointer-generator head
     d_model: int = 128
     num_heads: int = 4
@@ -115,7 +115,7 @@ class _CopyModel(nn.Module):
 
 
 class CopyEncoderDecoder(_CopyModel):
-    """Chapter 6's encoder-decoder (one embedding for article, headline and output layer) with a copy head on the
+    """Chapter 7's encoder-decoder (one embedding for article, headline and output layer) with a copy head on the
     decoder's final states, pointing at the encoder's outputs."""
 
     def __init__(self, config: CopyConfig):

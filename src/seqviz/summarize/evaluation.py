@@ -1,4 +1,4 @@
-"""How chapter 7 scores a headline generator: ROUGE against the references, the diagnostics that ROUGE hides
+"""How chapter 8 scores a headline generator: ROUGE against the references, the diagnostics that ROUGE hides
 (sameness, words the article never said, ``<unk>``), and a paired bootstrap of a ROUGE-L gap (Koehn 2004's
 resampling, on per-article ROUGE-L F, the statistic the chapter compares)."""
 from __future__ import annotations

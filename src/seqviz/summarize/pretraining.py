@@ -1,4 +1,4 @@
-"""Pretraining (SLP §9.9.1) and checkpoint I/O: the small LM chapter 7 fine-tunes, made by the package's own recipe.
+"""Pretraining (SLP §9.9.1) and checkpoint I/O: the small LM chapter 8 fine-tunes, made by the package's own recipe.
 
 The recipe learns the BPE of the BBC training split and trains a small causal LM on random windows of the training
 bodies (no headline, no validation or test text). ``make pretrain-summarize`` runs it (``python -m seqviz.summarize

@@ -1,4 +1,5 @@
-"""Chapter 6: the transformer, block by block (SLP 3rd ed. draft, ch. 9, (9.40)-(9.48), §9.7-9.9).
+"""Chapters 6 and 7: the transformer block by block, and the models built from it (SLP 3rd ed. draft, ch. 9,
+(9.40)-(9.48), §9.7-9.9).
 
 - `layers`  LayerNorm (9.42)-(9.45), multi-head attention (9.46)-(9.48) with its ``KVCache``, the feed-forward layer,
             the block (9.40)-(9.41), learned and sinusoidal positions
@@ -12,7 +13,7 @@
             seqviz.transformer make char|dates`` rebuilds them)
 
 Everything public is importable from ``seqviz.transformer`` directly. The LM windows and BERT's corruption live in
-``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 6 imports them from here too.
+``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 7 imports them from here too.
 """
 from seqviz.data.lm import mask_tokens, masked_windows, random_windows
 

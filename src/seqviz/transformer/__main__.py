@@ -1,4 +1,4 @@
-"""``python -m seqviz.transformer make char|dates``: rebuild a shipped checkpoint of chapter 6 by its recipe
+"""``python -m seqviz.transformer make char|dates``: rebuild a shipped checkpoint of chapter 7 by its recipe
 (``seqviz.transformer.pretrained``), on one thread unless told otherwise, and print what it measured and its SHA-256
 (for ``seqviz.transformer.pretrained.SHA256``)."""
 import argparse

@@ -1,6 +1,6 @@
 """The transformer's layers, block by block (SLP 3rd ed. draft, ch. 9, (9.40)-(9.48)).
 
-LayerNorm (9.42)-(9.45); multi-head attention (9.46)-(9.48) on chapter 5's ``attention`` function (a fused
+LayerNorm (9.42)-(9.45); multi-head attention (9.46)-(9.48) on the ``attention`` function of chapter 6, §6.1 (a fused
 ``scaled_dot_product_attention`` path is tested equal), with a ``KVCache`` of the keys and values already computed;
 the position-wise feed-forward layer; the block, in SLP's post-norm form (9.40)-(9.41) and the modern pre-norm form;
 learned and sinusoidal positions (Vaswani et al. 2017).
@@ -172,7 +172,7 @@ class MultiHeadAttention(nn.Module):
     ``forward`` is three named steps: ``project`` (Q, K, V, with the cache), ``attend`` (every head at once) and
     ``merge_heads`` (concatenate, W^O). The H per-head matrices W_i^Q (d_model, d_k) sit side by side in one
     (d_model, d_model) linear layer ``W_Q`` (likewise W_K, W_V), so one matmul projects for every head.
-    impl="scratch" calls chapter 5's ``attention`` function; impl="fused" calls
+    impl="scratch" calls chapter 6's ``attention`` function (§6.1); impl="fused" calls
     ``torch.nn.functional.scaled_dot_product_attention`` (tested equal). Weights are computed, on the scratch path,
     only when ``need_weights=True``, and returned, never kept on the module.
     """
@@ -252,7 +252,7 @@ class MultiHeadAttention(nn.Module):
             allowed = kpm if allowed is None else allowed & kpm                   # (B, 1, T_q or 1, T_k)
         p = self.dropout if self.training else 0.0
         if self.impl == "scratch" or need_weights:
-            # (9.48) head_i = SelfAttention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (9.39), chapter 5's function
+            # (9.48) head_i = SelfAttention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (9.39), §6.1's function
             heads, weights = attention(Q, K, V, allowed)                          # (B, H, T_q, d_k), (B, H, T_q, T_k)
             if p > 0:
                 heads = torch.matmul(self.attn_drop(weights), V)                  # dropout on the weights

@@ -45,7 +45,7 @@ class TransformerConfig:
     bias: bool = True            # biases in the linear layers
     tie_weights: bool = True     # (9.14)-(9.16) the output layer is E^T
     causal: bool = True          # True: a left-to-right LM (GPT); False: bidirectional, for a masked LM (BERT)
-    impl: str = "fused"          # "fused" (SDPA, F.layer_norm) or "scratch" (chapter 5's attention, our LayerNorm)
+    impl: str = "fused"          # "fused" (SDPA, F.layer_norm) or "scratch" (§6.1's attention, our LayerNorm)
     eps: float = 1e-5            # LayerNorm epsilon
     init_std: float = 0.02       # std of the initial weights: GPT-2's 0.02; small models on short runs learn their
                                  # attention sooner from a larger one (~1/sqrt(d_model))

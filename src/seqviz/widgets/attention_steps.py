@@ -268,7 +268,7 @@ class AttentionSteps(anywidget.AnyWidget):
         dots = products.sum(-1)                                       # (T_k,)
         # (9.37) scaled by 1 / sqrt(d_k)
         scaled = dots / math.sqrt(dk)
-        # (9.31)-(9.32) and (9.36)/(9.39): chapter 5's function, the same one every model of the book calls
+        # (9.31)-(9.32) and (9.36)/(9.39): chapter 6's function (§6.1), the same one every model of the book calls
         out, w = attention(torch.from_numpy(q)[None], torch.from_numpy(k), torch.from_numpy(v),
                            torch.from_numpy(mask)[None])              # (1, d_v), (1, T_k)
         weights = w[0].numpy()
