@@ -386,6 +386,11 @@ def main() -> None:
                           "loadavg_end": [round(x, 2) for x in load_end],
                           "timings": ("under load: other processes shared the CPU, wall times are upper bounds"
                                       if busy else "idle machine")}
+    if not args.skip_attention_timing:
+        # a full run rewrites attention.json: keep what the --bottleneck and --scheduled-sampling runs recorded there
+        kept = {k: v for k, v in (read_results("attention") or {}).items()
+                if k.startswith(("bottleneck", "scheduled_sampling"))}
+        figures = {**figures, **kept}
     write_results("attention" if not args.skip_attention_timing else "attention_translation", figures)
 
 
