@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 JUPYTER = Path(sys.executable).with_name("jupyter")
 START_TIMEOUT = 60  # s for the server to answer /api/status
 CELL_TIMEOUT = 60_000  # ms for a cell (the first imports torch)
+CHAPTER = ROOT / "notebooks" / "03_rnn.ipynb"  # a chapter with folded code solutions and prose answers, as chapter.ipynb
 
 SETUP = """\
 import json
@@ -92,6 +93,7 @@ def lab(tmp_path_factory):
     work, cfg = tmp / "work", tmp / "config"
     work.mkdir()
     (work / "widgets.ipynb").write_text(json.dumps(_notebook()))
+    (work / "chapter.ipynb").write_text(CHAPTER.read_text())
     settings = cfg / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
@@ -339,4 +341,76 @@ def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
         page.wait_for_timeout(250)
     assert got == want, f"the view's choices did not all reach Python: {got}"
     assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
+    assert not external, f"requests left loopback: {external}"
+
+
+# ---- issue 23: solutions folded where students run the notebooks ------------------------------------------------
+CELL_STATE = """async (indices) => {
+  // each cell is scrolled into view first: JupyterLab lays out only the cells near the viewport
+  const panel = jupyterapp.shell.currentWidget.content;
+  const out = {};
+  for (const i of indices) {
+    await panel.scrollToItem(i, 'center');
+    await new Promise((r) => setTimeout(r, 100));
+    const c = panel.widgets[i];
+    const input = c.node.querySelector('.jp-Cell-inputWrapper');
+    const output = c.node.querySelector('.jp-Cell-outputWrapper:not(.lm-mod-hidden)');
+    out[i] = {type: c.model.type, inputHidden: c.inputHidden, outputHidden: c.model.type === 'code' && c.outputHidden,
+              inputPlaceholder: !!c.node.querySelector('.jp-InputPlaceholder'),
+              text: input ? input.innerText : '', outputText: output ? output.innerText : ''};
+  }
+  return out;
+}"""
+
+
+def test_solutions_are_folded_when_a_chapter_opens_in_jupyterlab(lab, browser):
+    """A chapter opened in JupyterLab shows each exercise's solution folded: a folded code solution shows neither its
+    code (past the placeholder's first line) nor its output, a folded prose answer not its text; the cells around
+    them stay open. The flags come from scripts/hide_solutions.py (tests/test_solutions_collapsed.py checks the
+    files); this checks that JupyterLab honours them."""
+    base, server_log = lab
+    nb = json.loads(CHAPTER.read_text())
+    folded = [i for i, c in enumerate(nb["cells"]) if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    solutions = [i for i in folded if nb["cells"][i]["cell_type"] == "code" and "hide-cell" in
+                 nb["cells"][i]["metadata"].get("tags", [])]
+    answers = [i for i in folded if nb["cells"][i]["cell_type"] == "markdown"]
+    assert solutions and answers, f"{CHAPTER.name} has no folded solution or answer to check"
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    external = []
+    ctx.route("**/*", lambda r: r.continue_() if is_loopback(r.request.url) else (external.append(r.request.url),
+                                                                                   r.abort()))
+    try:
+        page = ctx.new_page()
+        page.set_default_timeout(CELL_TIMEOUT)
+        page.goto(f"{base}/lab/tree/chapter.ipynb", wait_until="domcontentloaded")
+        try:
+            page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
+                                   " && jupyterapp.shell.currentWidget.content"
+                                   " && jupyterapp.shell.currentWidget.content.widgets.length === %d"
+                                   % len(nb["cells"]))
+        except Exception as e:  # noqa: BLE001
+            pytest.fail(f"JupyterLab did not open {CHAPTER.name} ({e}).\nserver log:\n{server_log()}",
+                        pytrace=False)
+        opened = [i for i, c in enumerate(nb["cells"]) if i not in folded and c["cell_type"] == "code"
+                  and not c["metadata"].get("jupyter")][:5]
+        state = {int(k): v for k, v in page.evaluate(CELL_STATE, solutions + answers + opened).items()}
+    finally:
+        ctx.close()
+    for i in solutions:
+        src = "".join(nb["cells"][i]["source"]).strip().splitlines()
+        s = state[i]
+        assert s["inputHidden"] and s["outputHidden"] and s["inputPlaceholder"], \
+            f"cell {i} ({src[0]!r}) opens unfolded in JupyterLab: {s}"
+        body = [line.strip() for line in src[1:] if len(line.strip()) > 12]
+        assert not any(line in s["text"] for line in body), f"cell {i}: its code is visible: {s['text'][:200]!r}"
+        outputs = [o.get("text", "") for o in nb["cells"][i].get("outputs", [])]
+        shown = [line for o in outputs for line in "".join(o).splitlines() if len(line.strip()) > 12]
+        assert not any(line.strip() in s["outputText"] for line in shown), f"cell {i}: its output is visible"
+    for i in answers:
+        src = "".join(nb["cells"][i]["source"])
+        words = [w for w in src.split() if len(w) > 8 and w.isalpha()]
+        assert state[i]["inputHidden"] and state[i]["inputPlaceholder"], f"answer cell {i} opens unfolded"
+        assert not any(w in state[i]["text"] for w in words[3:]), f"answer cell {i}: its text is visible"
+    assert opened and all(not state[i]["inputHidden"] and not state[i]["inputPlaceholder"] and state[i]["text"]
+                          for i in opened), "cells without the flags were folded too"
     assert not external, f"requests left loopback: {external}"
