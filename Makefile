@@ -149,7 +149,8 @@ char-lstm: setup
 
 # Chapter 7's checkpoints (issue 22), by seqviz.transformer.pretrained's recipes on one thread, in float16:
 # dates_transformer.pt (SHIPPED_DATES, a 3+3-layer encoder-decoder on chapter 5's dates, about a minute) and
-# shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the build time is in the file's record).
+# shakespeare_char.pt (SHIPPED_CHAR, a 4-layer character LM, 12,000 steps; the committed one took 2,412 s wall,
+# 1,932 CPU-s of training, on one thread: valid loss 1.443 nats/char, 2.08 bits; its record holds these).
 # Each prints its SHA-256 to put in seqviz.transformer.pretrained.SHA256.
 .PHONY: checkpoints-transformer
 checkpoints-transformer: setup

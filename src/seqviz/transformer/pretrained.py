@@ -36,7 +36,7 @@ __all__ = ["CharLMRecipe", "DatesRecipe", "CHAPTER_CHAR", "SHIPPED_CHAR", "SHIPP
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 #: SHA-256 of each committed checkpoint (``python -m seqviz.transformer make NAME`` prints a rebuilt one's)
 SHA256 = {
-    "shakespeare_char": None,
+    "shakespeare_char": "9d35d02cc3d5109739fb24e31b1d95b721d128a2f9ba9663ba2ed258cd27031c",
     "dates_transformer": "ef989244c1de50d53af5c352d8de14f9a72a6b8bc1201912c242d875a0d02b5c",
 }
 #: the ``python -m seqviz.transformer make NAME`` that rebuilds each checkpoint
