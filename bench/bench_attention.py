@@ -19,7 +19,8 @@ with paired bootstrap significance (chapter 5). Figures go to bench/results/atte
    decoder of 256, Luong "general" attention; Adam, warm-up and cosine decay, teacher forcing; the best epoch by
    validation loss is kept), BLEU (sacrebleu) on the held-out test split for greedy and length-normalised beam search
    (``seqviz.seq2seq.translate``: one length cap per sentence for both), a few held-out alignments of the attention
-   model (chapter 5's heatmap), and paired bootstrap resampling (Koehn, 2004; ``seqviz.metrics.paired_bootstrap``) of
+   model (chapter 5's heatmap), two recorded beam searches of it on which beam and greedy part (chapter 5's BeamTree,
+   ``translation_beams``), and paired bootstrap resampling (Koehn, 2004; ``seqviz.metrics.paired_bootstrap``) of
    attention vs none and of beam vs greedy: the difference, its 95% interval and p (``translation_significance``).
 
 5. (``--bottleneck``) the bottleneck on a task whose information grows with the source: reverse a random string
@@ -144,12 +145,40 @@ def alignment_examples(model, task, n: int = 3, max_pieces: int = 10) -> list[di
     return out
 
 
+def beam_examples(model, task, beam: int, length_penalty: float, n: int = 2, max_pieces: int = 10,
+                  look: int = 60) -> list[dict]:
+    """Recorded beam searches of the attention model for chapter 5's BeamTree: the first ``n`` of the first ``look``
+    test sources of at most ``max_pieces`` pieces on which the beam's best output differs from greedy's, searched
+    as ``translate`` does (same cap, same length penalty), with the trace's token ids renumbered to the labels it
+    uses (``BeamTrace.to_dict``), so each example stores its own few dozen labels, not the vocabulary."""
+    from seqviz.decode import beam_search
+    device = next(model.parameters()).device
+    bos, eos = task.tgt_vocab.bos_id, task.tgt_vocab.eos_id
+    out = []
+    for i in [i for i, s in enumerate(task.test_src) if len(s) <= max_pieces][:look]:
+        s = task.test_src[i]
+        with torch.no_grad():
+            _, trace = beam_search(model.bind(torch.tensor([s], device=device)), [bos], beam, 2 * len(s) + 10,
+                                   stop_id=eos, length_penalty=length_penalty, trace=True, with_greedy=True)
+        best, greedy = list(trace.hypotheses[0][0]), [t for t, _ in trace.greedy]
+        if best == greedy:
+            continue
+        used = trace.token_ids()
+        out.append({"test_index": i, "source": [task.src_vocab.itos[j] for j in s],
+                    "reference": task.test_text[i][1],
+                    "beam": [task.tgt_vocab.itos[j] for j in best], "greedy": [task.tgt_vocab.itos[j] for j in greedy],
+                    "labels": [task.tgt_vocab.itos[j] for j in used], "trace": trace.to_dict(used)})
+        if len(out) == n:
+            break
+    return out
+
+
 def translation_table(preset: str, epochs: int, merges: int, beam: int, device: str, max_words: int | None,
                       lr: float, length_penalty: float, bootstrap: int = 1000
-                      ) -> tuple[list[dict], list[dict], list[dict]]:
+                      ) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """Train the seq2seq with and without attention on trans-de-en; BLEU for greedy and beam search, and the paired
     bootstrap (Koehn, 2004; ``bootstrap`` resamples) of attention vs none and of beam vs greedy.
-    Returns (BLEU rows, alignment examples, significance rows)."""
+    Returns (BLEU rows, alignment examples, significance rows, recorded beam searches)."""
     import tempfile
     from pathlib import Path
 
@@ -193,6 +222,7 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
               f"{train_s:.0f} s training", flush=True)
         if attn is not None:
             examples = alignment_examples(model, task)
+            beams = beam_examples(model, task, beam, length_penalty)
     # paired bootstrap on the same test sentences: A minus B, 95% CI of the resampled differences, p = share of
     # resamples in which A does not beat B
     beam_name = f"beam{beam}" + (f" (length penalty {length_penalty:g})" if length_penalty else " (unnormalised)")
@@ -210,7 +240,7 @@ def translation_table(preset: str, epochs: int, merges: int, beam: int, device: 
                              "n": res["n"]})
         print(f"{what}: {res['delta']:+.2f} BLEU, 95% CI [{res['ci95'][0]:+.2f}, {res['ci95'][1]:+.2f}], "
               f"p = {res['p_value']:.3f} ({res['n']} paired bootstrap resamples)", flush=True)
-    return rows, examples, significance
+    return rows, examples, significance, beams
 
 
 def reversal_pairs(n_train: int, n_valid: int, n_test: int, max_len: int, batch_size: int, seed: int):
@@ -377,8 +407,8 @@ def main() -> None:
         if not args.quick:
             figures["rows"] = exact_match_table(task)
     if translation is not None:
-        (figures["translation"], figures["translation_alignments"],
-         figures["translation_significance"]) = translation
+        (figures["translation"], figures["translation_alignments"], figures["translation_significance"],
+         figures["translation_beams"]) = translation
     # wall times depend on what else ran: record the load average (1, 5, 15 min) at the start and the end
     load_end = os.getloadavg()
     busy = max(load_start[0], load_end[0], load_end[1]) > 0.5 * (os.cpu_count() or 1)

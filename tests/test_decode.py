@@ -544,3 +544,43 @@ def test_trace_arguments():
         beam_search(f, [0], 2, 3, with_greedy=True)
     out, tr = beam_search(f, [0], 2, 3, trace=True)
     assert tr.greedy is None and len(tr.steps) == 3 and isinstance(out, list)
+
+
+def test_a_trace_survives_json_and_renumbering():
+    """What bench_attention.py stores for chapter 5's BeamTree of the translator: the trace through JSON, with its
+    token ids renumbered to the labels it uses, reads back as the same search."""
+    import json
+
+    from seqviz.worked_examples import SeedBeamScorer
+
+    toy = SeedBeamScorer()
+    _, tr = beam_search(toy.next_token_logits, [toy.bos], 3, 6, stop_id=toy.eos, length_penalty=1.0, trace=True,
+                        with_greedy=True)
+    assert BeamTrace.from_dict(json.loads(json.dumps(tr.to_dict()))) == tr              # ids kept: exactly equal
+    used = tr.token_ids()
+    assert toy.eos in used and toy.bos in used and len(used) < len(toy.itos)
+    back = BeamTrace.from_dict(json.loads(json.dumps(tr.to_dict(used))))
+    labels = [toy.itos[i] for i in used]
+    # the renumbered trace names the same tokens: the same texts, log-probabilities and statuses at every step
+    for t, (a, b) in enumerate(zip(tr.steps, back.steps)):
+        assert [(c.parent, toy.itos[c.token], c.logprob, c.status) for c in a] == \
+            [(c.parent, labels[c.token], c.logprob, c.status) for c in b]
+    assert [labels[i] for i in back.hypotheses[0][0]] == toy.decode(tr.hypotheses[0][0]).split()
+    assert [labels[t] for t, _ in back.greedy] == toy.decode([t for t, _ in tr.greedy]).split()
+    assert labels[back.stop_id] == "</s>"
+
+
+def test_a_stored_trace_that_is_wrong_says_what():
+    f = _bigram_score_fn()
+    _, tr = beam_search(f, [0], 2, 3, trace=True)
+    d = tr.to_dict()
+    with pytest.raises(ValueError, match=r"lacks token ids \[.*\] that the trace uses"):
+        tr.to_dict([0])
+    with pytest.raises(TypeError, match="is a dict"):
+        BeamTrace.from_dict([d])
+    with pytest.raises(ValueError, match=r"lacks \['steps'\]"):
+        BeamTrace.from_dict({k: v for k, v in d.items() if k != "steps"})
+    with pytest.raises(ValueError, match="malformed .* \\[parent, token, token_logprob, logprob, status\\]"):
+        BeamTrace.from_dict({**d, "steps": [[[0, 1, 0.5]]]})
+    with pytest.raises(ValueError, match="unknown candidate status 'lost'"):
+        BeamTrace.from_dict({**d, "steps": [[[0, 1, -0.5, -0.5, "lost"]]]})

@@ -336,6 +336,61 @@ class BeamTrace:
         a = self.length_penalty if length_penalty is None else length_penalty
         return logprob / (max(length, 1) ** a)
 
+    def to_dict(self, ids: Sequence[int] | None = None) -> dict:
+        """The trace as plain JSON-able lists (a benchmark stores it; :meth:`from_dict` reads it back).
+
+        ``ids`` (optional) renumbers the token ids: token ``ids[j]`` is written as ``j``, so a trace over a large
+        vocabulary can be stored with only the labels it uses (see :meth:`token_ids`)."""
+        if ids is None:
+            new = lambda t: int(t)  # noqa: E731
+        else:
+            where = {int(t): j for j, t in enumerate(ids)}
+            missing = sorted(set(self.token_ids()) - set(where))
+            if missing:
+                raise ValueError(f"ids lacks token ids {missing[:10]} that the trace uses; pass trace.token_ids()")
+            new = where.__getitem__
+        return {"prompt_ids": [new(t) for t in self.prompt_ids], "beam_size": self.beam_size,
+                "length_penalty": self.length_penalty,
+                "stop_id": None if self.stop_id is None else new(self.stop_id),
+                "max_new_tokens": self.max_new_tokens,
+                "steps": [[[c.parent, new(c.token), c.token_logprob, c.logprob, c.status] for c in step]
+                          for step in self.steps],
+                "hypotheses": [[[new(t) for t in ids_], lp] for ids_, lp in self.hypotheses],
+                "greedy": None if self.greedy is None else [[new(t), lp] for t, lp in self.greedy]}
+
+    def token_ids(self) -> list[int]:
+        """Every token id the trace mentions (prompt, candidates, results, greedy's path, the stop id), sorted."""
+        used = set(self.prompt_ids) | {c.token for step in self.steps for c in step}
+        used |= {t for ids_, _ in self.hypotheses for t in ids_} | {t for t, _ in (self.greedy or ())}
+        if self.stop_id is not None:
+            used.add(self.stop_id)
+        return sorted(int(t) for t in used)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BeamTrace":
+        """Read back what :meth:`to_dict` wrote (a clear error names the first field that is missing or malformed;
+        the widget checks the search itself: statuses, log-probabilities, parents)."""
+        need = ("prompt_ids", "beam_size", "length_penalty", "stop_id", "max_new_tokens", "steps", "hypotheses")
+        if not isinstance(d, dict):
+            raise TypeError(f"a stored beam trace is a dict (BeamTrace.to_dict()), got {type(d).__name__}")
+        missing = [k for k in need if k not in d]
+        if missing:
+            raise ValueError(f"the stored beam trace lacks {missing}; store it with BeamTrace.to_dict()")
+        try:
+            steps = tuple(tuple(BeamCandidate(int(p), int(t), float(tl), float(lp), str(st))
+                                for p, t, tl, lp, st in step) for step in d["steps"])
+            hyps = tuple((tuple(int(t) for t in ids_), float(lp)) for ids_, lp in d["hypotheses"])
+            greedy = None if d.get("greedy") is None else tuple((int(t), float(lp)) for t, lp in d["greedy"])
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"the stored beam trace is malformed ({e}): each step is a list of "
+                             "[parent, token, token_logprob, logprob, status] candidates") from None
+        bad = [c.status for step in steps for c in step if c.status not in STATUSES]
+        if bad:
+            raise ValueError(f"unknown candidate status {bad[0]!r}; expected one of {STATUSES}")
+        return cls(tuple(int(t) for t in d["prompt_ids"]), int(d["beam_size"]), float(d["length_penalty"]),
+                   None if d["stop_id"] is None else int(d["stop_id"]), int(d["max_new_tokens"]), steps, hyps,
+                   greedy)
+
 
 def _greedy_expand(z: torch.Tensor, live: list[Hypothesis]) -> list[tuple[int, int, float]]:
     """Greedy decoding's one proposal a row: the arg-max token and the hypothesis's log-probability."""
