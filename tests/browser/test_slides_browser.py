@@ -109,3 +109,22 @@ def test_a_widget_on_a_slide_is_drawn_and_reacts(slides):
     root.locator("input.sv-d-model").fill(d_model)
     assert root.get_attribute("data-d-model") == d_model
     assert canvas_sig(canvas) != before, "changing d_model did not redraw the encoding"
+
+
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+def test_each_chapter_page_links_to_its_slides(open_page, chapter):
+    """The header button scripts/sphinx_slides_link.py adds to every chapter page opens that chapter's slideshow."""
+    page, log = open_page(f"notebooks/{chapter}.html")
+    button = page.locator("a.btn-slides-button")
+    assert button.count() == 1, f"notebooks/{chapter}.html has no slides button in its header"
+    icon = button.locator(".fa-person-chalkboard")                                   # Font Awesome draws it (svg)
+    assert icon.count() == 1 and icon.bounding_box()["width"] > 4
+    href = button.get_attribute("href")
+    assert href == f"../slides/{chapter}.slides.html", href
+    assert (BOOK / "slides" / f"{chapter}.slides.html").is_file(), "run `make book`: the slides are missing"
+    with page.context.expect_page() as opened:                                  # the theme opens it in a new tab
+        button.click()
+    slides = opened.value
+    slides.wait_for_function("() => window.Reveal && window.Reveal.isReady()", timeout=30_000)
+    assert slides.url.split("#")[0].split("?")[0].endswith(f"/slides/{chapter}.slides.html"), slides.url
+    assert log.external == [] and log.errors == [], (log.external, log.errors)
