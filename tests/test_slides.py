@@ -126,13 +126,13 @@ def test_myst_is_rewritten_for_nbconvert(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "fig.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
     figures = {}
-    text = ("As {cite}`vaswani2017attention, jurafsky2024slp` show; see {doc}`the data page <../book/data>` and "
+    text = ("As {cite}`vaswani2017attention, jurafsky2021slp` show; see {doc}`the data page <../book/data>` and "
             "[chapter 3](03_rnn.ipynb#sec) and [Data](../book/data.md).\n\n"
             "```{literalinclude} ../src/mod.py\n:pyobject: A.f\n```\n\n"
             "```{figure} ../fig.svg\n:alt: a <figure>\n\nThe caption.\n```\n\n"
             "```{dropdown} Answer 1\nThree.\n```")
     out = slides.myst_to_markdown(text, tmp_path / "notebooks", figures)
-    assert "[vaswani2017attention, jurafsky2024slp]" in out and "the data page" in out and "{doc}" not in out
+    assert "[vaswani2017attention, jurafsky2021slp]" in out and "the data page" in out and "{doc}" not in out
     assert "[chapter 3](03_rnn.slides.html#sec)" in out and "[Data](../notebooks/../book/data.html)" in out
     assert "```python\n    def f(self):\n        return 1\n```" in out and "def g" not in out
     assert '<img src="figures/fig.svg" alt="a &lt;figure&gt;">' in out and "The caption." in out
