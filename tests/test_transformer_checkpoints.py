@@ -27,11 +27,11 @@ def chars():
 
 
 def _shipped(name):
-    """The committed checkpoint's path; skip (saying why) while a checkpoint is still being built and not committed."""
+    """The committed checkpoint's path (both are committed and chapter 7 loads them: a missing one fails)."""
     path = pretrained.CHECKPOINTS / f"{name}.pt"
     if not path.is_file():
-        pytest.skip(f"{path.name} is not in this checkout yet (built by `make checkpoints-transformer`, "
-                    f"python -m seqviz.transformer make {pretrained._MAKE[name]})")
+        pytest.fail(f"{path} is missing: run `make checkpoints-transformer` "
+                    f"(python -m seqviz.transformer make {pretrained._MAKE[name]})", pytrace=False)
     return path
 
 
