@@ -46,7 +46,10 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=4, help="beam size")
     ap.add_argument("--repeats", type=int, default=3, help="runs per measurement (the best is kept)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: seqviz.configure_threads)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run (40 tokens, one repeat); writes no results")
     args = ap.parse_args()
+    if args.quick:
+        args.tokens, args.repeats = 40, 1
     threads = seqviz.configure_threads(args.threads)
     seqviz.set_seed(0)
     model = RNNLM(RNNLMConfig(args.vocab, d_emb=args.d, d_h=args.d)).eval()
@@ -70,6 +73,8 @@ def main() -> None:
               f"{row['same_tokens']}")
     print("\n   before: the adapter over next_token_logits re-runs the whole prefix for every token (O(n^2));"
           "\n   after:  RecurrentLM.step carries the hidden state (O(n)); a beam's hypotheses are one batch.")
+    if args.quick:
+        return
     write_results("decode", {"rows": rows, "model": {"vocab_size": args.vocab, "d_emb": args.d, "d_h": args.d,
                                                      "num_layers": 1, "impl": "fused"},
                              "note": "tokens/s = generated positions per second; before = full-prefix re-run via "

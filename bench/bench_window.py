@@ -82,7 +82,10 @@ def main() -> None:
     ap.add_argument("--presets", default="notebook,full", help="comma-separated: notebook, full")
     ap.add_argument("--full-epochs", type=int, default=3, help="epochs of the full preset (early stopping on)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: SEQVIZ_THREADS or torch's)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: the notebook preset only; writes no results")
     args = ap.parse_args()
+    if args.quick:
+        args.presets = "notebook"
     seqviz.configure_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}")
@@ -119,6 +122,8 @@ def main() -> None:
         print_table(rows)
     for k, v in PUBLISHED.items():
         print(f"published: {k}: {v}")
+    if args.quick:
+        return
     # presets not run now keep their recorded rows (a `--presets notebook` run must not drop the long `full` run)
     stamp = machine()                          # every row says which run made it (kept rows keep their own)
     rows = [{**r, "measured": stamp["date"], "command": stamp["command"]} for r in rows]
