@@ -290,6 +290,8 @@ def print_ready(path: Path, rel: str, svgs: dict[str, str] | None = None) -> dic
                                                                         "text/markdown")):
                 out = copy.deepcopy(out)
                 out["data"] = {"text/markdown": html_to_markdown(_source(data["text/html"]))}
+                # myst-nb renders text/markdown outputs as CommonMark, which has no tables: GFM for this cell
+                cell.setdefault("metadata", {}).setdefault("mystnb", {})["markdown_format"] = "gfm"
                 n_html += 1
                 new.append(out)
             else:
