@@ -376,11 +376,19 @@ def main(argv=None) -> None:
         if base is None:
             raise SystemExit("--ablation compares with tuned-90 of the same run: include it in --rows")
         kept = {r["name"]: r for r in old.get("ablation", [])} if args.only else {}
+        # each row keeps the tuned-90 it was compared with and the run that made it (a run with --only re-runs the
+        # base beside its own rows and keeps the others' rows, each against its own base)
+        stamp = machine()
         kept.update({r["name"]: {**str_losses(r), "minus_tuned": round(r["final_val_loss"] - base["final_val_loss"],
-                                                                       4)} for r in ablation})
+                                                                       4),
+                                 "base_val_loss": base["final_val_loss"], "base_steps": base["steps"],
+                                 "measured": stamp["date"], "command": stamp["command"]}
+                     for r in ablation})
         old.update({"ablation_machine": machine(), "ablation_base": str_losses(base), "ablation": list(kept.values()),
                     "ablation_setup": {"clock": args.clock, "threads": args.threads, "budget_s": 90,
-                                       "note": "each row: TUNED with one change; base: tuned-90 of the same run"}})
+                                       "note": "each row: TUNED with one change, against the tuned-90 of the same "
+                                               "run (base_val_loss, base_steps; each row's date and command say "
+                                               "which run; ablation_base and ablation_machine are the latest run's)"}})
         write_results("transformer", old)
         return
     protocol = args.clock == "wall" and args.threads == 2
