@@ -57,7 +57,8 @@ $(TRANS_DE_EN)/usr/share/trans/de-en: | $(STAMPS)/python
 	 rm -rf $$tmp
 
 # JS for reading the book offline, from the npm registry (not committed). Without npm, scripts/vendor_js.py falls
-# back to the public CDNs and says so.
+# back to the public CDNs and says so, but `make book` stops at the slides (scripts/slides.py --build needs npm's
+# reveal.js): npm is a requirement (README).
 node_modules/.package-lock.json: package-lock.json
 	@command -v npm >/dev/null || { echo "WARNING: no npm: the book will load its JS from public CDNs" >&2; exit 0; }; \
 	 npm ci --no-audit --no-fund --loglevel=error
