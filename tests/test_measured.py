@@ -259,3 +259,13 @@ def test_chapter_cells_ran_after_the_results_they_read(ran, names):
         assert ran_at >= datetime.datetime.fromisoformat(measured), (
             f"this cell ran at {ran} but bench/results/{name}.json was measured at {measured}: its stored output "
             "shows older figures; re-execute the chapter")
+
+
+def test_a_long_cell_is_cut_and_says_how_much_is_left():
+    """A stored beam search or curve in a results file shows its start, not thousands of numbers (page size, PDF)."""
+    long = list(range(2000))
+    html_out = results.html_table([{"name": "a", "trace": long}, {"name": "b", "trace": [1, 2]}])
+    text = results.fmt(long)
+    assert f"{text[:results.CELL_MAX]} … ({len(text) - results.CELL_MAX:,} more characters in the results file)" \
+        in html_out
+    assert "1,999" not in html_out and "<td>1, 2</td>" in html_out

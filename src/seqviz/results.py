@@ -123,9 +123,22 @@ def fmt(v) -> str:
     return str(v)
 
 
+#: the most characters a cell of :func:`html_table` shows; a longer value (a stored beam search, a curve) is cut
+#: there and says how much of it is left in the results file, so one record cannot swell a page
+CELL_MAX = 400
+
+
+def _cell(v) -> str:
+    text = fmt(v)
+    if len(text) <= CELL_MAX:
+        return text
+    return f"{text[:CELL_MAX]} … ({len(text) - CELL_MAX:,} more characters in the results file)"
+
+
 def html_table(rows, columns=None, caption: str | None = None) -> str:
     """An HTML table of a list of flat dicts (columns: the union of their keys, in first-seen order) or of a dict of
-    scalars (two columns). Every cell is escaped text; numbers are right-aligned."""
+    scalars (two columns). Every cell is escaped text, at most :data:`CELL_MAX` characters of it; numbers are
+    right-aligned."""
     if isinstance(rows, dict):
         rows = [{"": k, "value": v} for k, v in rows.items()]
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
@@ -142,7 +155,7 @@ def html_table(rows, columns=None, caption: str | None = None) -> str:
             v = r.get(c)
             num = isinstance(v, (int, float)) and not isinstance(v, bool)
             style = ' style="text-align:right"' if num else ""
-            cells.append(f"<td{style}>{html.escape(fmt(v))}</td>")
+            cells.append(f"<td{style}>{html.escape(_cell(v))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
