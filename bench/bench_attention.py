@@ -28,8 +28,10 @@ with paired bootstrap significance (chapter 5). Figures go to bench/results/atte
    kept); exact match and per-character accuracy by source length (``bottleneck``).
 6. (``--scheduled-sampling``) dates without attention: teacher forcing vs scheduled sampling (Bengio et al., 2015;
    eps decayed per update, one row per ``--ss-k``), free-running exact match, several seeds (``scheduled_sampling``).
+7. (``--dates-long``) the dates with and without attention at ten times the chapter's budget (60 epochs), several
+   seeds: exact match overall and by source length (``dates_long``): slow learning or a bottleneck?
 
-5 and 6 rewrite only their own part of attention.json (with a ``*_machine`` record) and keep the rest; about 7 and 4
+5, 6 and 7 rewrite only their own part of attention.json (with a ``*_machine`` record) and keep the rest; about 7 and 4
 minutes on one thread. ``--skip-attention-timing`` runs only 4 and writes attention_translation.json instead. Why 30 epochs, and the history
 of the reference run: bench/README.md.
 """
@@ -347,6 +349,32 @@ def scheduled_sampling_table(seeds, epochs: int, lr: float, ks: list[float]) -> 
             "updates_per_epoch": len(task.train), "rows": rows}
 
 
+def dates_long_table(seeds, epochs: int, lr: float) -> dict:
+    """Chapter 5's dates, with and without attention, trained ten times the chapter's budget (the best epoch by
+    validation loss kept): is the no-attention model's failure at the chapter's budget the bottleneck, or slow
+    learning? Exact match on the 500 test dates, overall and by source length."""
+    task = date_pairs(6000, 300, 500, batch_size=128, seed=0)
+    edges = [0, 16, 24, 100]                                      # source characters: < 16, 16-23, 24+
+    lengths = torch.tensor([len(s) for s in task.test_src])
+    rows = []
+    for seed in seeds:
+        for attn in (None, "general"):
+            seqviz.set_seed(seed)
+            model = Seq2Seq(Seq2SeqConfig.for_task(task, "tiny", attention=attn))
+            hist, cpu_s = fit_best(model, task, epochs, lr)
+            ok = exact_match(model, task.test_src, task.test_tgt, task.src_vocab.pad_id)
+            by_len = [ok[(lengths >= lo) & (lengths < hi)].float().mean().item() for lo, hi in zip(edges, edges[1:])]
+            rows.append({"seed": seed, "attention": attn or "none", "epochs": epochs,
+                         "best_epoch": hist.eval_steps.index(hist.best["step"]) + 1,
+                         "exact_match": ok.float().mean().item(), "exact_by_length": by_len, "cpu_s": cpu_s})
+            print(f"dates, {epochs} epochs, seed {seed}, attention={attn or 'none':>8}: exact match "
+                  f"{rows[-1]['exact_match']:.3f}, by length {', '.join(f'{a:.2f}' for a in by_len)}; best epoch "
+                  f"{rows[-1]['best_epoch']}, {cpu_s:.0f} CPU s", flush=True)
+    counts = [int(((lengths >= lo) & (lengths < hi)).sum()) for lo, hi in zip(edges, edges[1:])]
+    return {"task": "dates (6000 train, 500 test), tiny preset", "epochs": epochs, "lr": lr,
+            "length_edges": edges, "test_dates_by_length": counts, "rows": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="T up to 1024, throughput only (no date-task training)")
@@ -371,13 +399,16 @@ def main() -> None:
                     help="only 5: reversal with and without attention by source length (kept with the rest)")
     ap.add_argument("--scheduled-sampling", action="store_true",
                     help="only 6: dates without attention, teacher forcing vs scheduled sampling (kept with the rest)")
-    ap.add_argument("--seeds", default="0,1,2", help="seeds for 5 and 6")
+    ap.add_argument("--dates-long", action="store_true",
+                    help="only 7: dates with and without attention, --dates-epochs epochs (kept with the rest)")
+    ap.add_argument("--dates-epochs", type=int, default=60)
+    ap.add_argument("--seeds", default="0,1,2", help="seeds for 5, 6 and 7")
     ap.add_argument("--bottleneck-epochs", type=int, default=40)
     ap.add_argument("--ss-epochs", type=int, default=20)
     ap.add_argument("--ss-k", default="100,200", help="inverse sigmoid decay's k, per update (comma-separated)")
     args = ap.parse_args()
     threads = seqviz.configure_threads(args.threads)
-    if args.bottleneck or args.scheduled_sampling:
+    if args.bottleneck or args.scheduled_sampling or args.dates_long:
         # these modes rewrite their own part of attention.json (with its own machine record) and keep the rest
         seeds = [int(s) for s in args.seeds.split(",")]
         old = read_results("attention") or {}
@@ -389,6 +420,10 @@ def main() -> None:
             old["scheduled_sampling"] = scheduled_sampling_table(seeds, args.ss_epochs, 1e-2,
                                                                 [float(k) for k in args.ss_k.split(",")])
             old["scheduled_sampling_machine"] = machine()
+            write_results("attention", old)
+        if args.dates_long:
+            old["dates_long"] = dates_long_table(seeds, args.dates_epochs, 5e-3)
+            old["dates_long_machine"] = machine()
             write_results("attention", old)
         return
     load_start = os.getloadavg()
@@ -419,7 +454,7 @@ def main() -> None:
     if not args.skip_attention_timing:
         # a full run rewrites attention.json: keep what the --bottleneck and --scheduled-sampling runs recorded there
         kept = {k: v for k, v in (read_results("attention") or {}).items()
-                if k.startswith(("bottleneck", "scheduled_sampling"))}
+                if k.startswith(("bottleneck", "scheduled_sampling", "dates_long"))}
         figures = {**figures, **kept}
     write_results("attention" if not args.skip_attention_timing else "attention_translation", figures)
 
