@@ -401,8 +401,8 @@ def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
 def sig_svg(root) -> str:
     """What the tree draws: the markup of its visible columns (equal strings = the same drawing)."""
     return root.locator("svg.sv-beam-svg").evaluate(
-        "s => Array.from(s.querySelectorAll('g.sv-col')).filter(g => g.style.display !== 'none')"
-        ".map(g => g.outerHTML).join('')")
+        "s => Array.from(s.querySelectorAll('g.sv-col')).filter(g => g.style.visibility !== 'hidden')"
+        ".map(g => g.outerHTML.replace(/ style=\"[^\"]*\"/g, '')).join('')")
 
 
 def test_beam_tree_of_a_character_model(tools):

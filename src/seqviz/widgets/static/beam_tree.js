@@ -109,7 +109,7 @@ function render({ model, el }) {
   }
 
   // Lay the tree out in columns, one per step: a step's nodes top to bottom in drawing order (pruned ones left out
-  // unless shown). Builds the SVG once per search or pruned switch; a step change only shows and hides columns.
+  // unless shown). Builds the SVG once per search or pruned switch; a step change only hides or reveals columns.
   function layout() {
     const showPruned = model.get("show_pruned");
     let chars = 1;
@@ -197,7 +197,7 @@ function render({ model, el }) {
       readout.textContent = "\u00a0";
     });
     treeBox.replaceChildren(svg);
-    L = { svg, cols, counts, nodes, scores, scored: null };
+    L = { svg, cols, counts, nodes, scores, scored: null, on: cols.map(() => null), current: -1 };
   }
 
   // The beam at step t, best first by the chosen score: its live hypotheses, those finished by then, and greedy.
@@ -240,13 +240,15 @@ function render({ model, el }) {
     stepS.value.textContent = `${t} / ${S.nSteps}`;
     pruned.checked = model.get("show_pruned");
     scoreSel.value = model.get("normalise") ? "norm" : "sum";
+    // only the columns whose state changes are touched (hidden, not display:none: no re-layout of the tree)
     let shown = 0;
     L.cols.forEach((g, s) => {
       const on = s <= t;
-      g.style.display = on ? "" : "none";
-      g.classList.toggle("sv-current", s === t);
+      if (L.on[s] !== on) { g.style.visibility = on ? "" : "hidden"; L.on[s] = on; }
+      if ((L.current === s) !== (s === t)) g.classList.toggle("sv-current", s === t);
       if (on) shown += L.counts[s];
     });
+    L.current = t;
     // a kept node none of whose descendants is live at t (or finished by t) is a dead end: dimmed
     const alive = new Uint8Array(S.N);
     for (let n = S.starts[1]; n < S.starts[t + 1]; n++) {
@@ -255,7 +257,9 @@ function render({ model, el }) {
       }
     }
     for (let n = 1; n < S.starts[t + 1]; n++) {
-      if (L.nodes[n] && S.status[n] === KEPT) L.nodes[n].classList.toggle("sv-dropped", !alive[n]);
+      if (L.nodes[n] && S.status[n] === KEPT && L.nodes[n].classList.contains("sv-dropped") !== !alive[n]) {
+        L.nodes[n].classList.toggle("sv-dropped", !alive[n]);
+      }
     }
     const key = `${model.get("normalise")}:${model.get("alpha")}`;
     if (L.scored !== key) {
