@@ -335,15 +335,15 @@ def test_beam_tree_step_slider_changes_what_is_drawn(tools):
     B = beam_state(m)
     root = page.locator(".sv-beam").first
     assert B["n_steps"] == 5 and root.get_attribute("data-step") == str(m["state"]["step"])
-    svg = root.locator("svg.sv-beam-svg")
+    svg = shown_svg(root)
     for t in (1, 4, 2, 5):
         root.locator("input.sv-step").fill(str(t))
         assert root.get_attribute("data-step") == str(t)
         # every node up to step t is drawn (pruned ones too), nothing after it
         assert int(root.get_attribute("data-shown")) == int((B["step"] <= t).sum())
-        assert svg.locator(f'g.sv-col[data-step="{t}"]').is_visible()
+        assert column_drawn(svg, t)
         if t < 5:
-            assert not svg.locator(f'g.sv-col[data-step="{t + 1}"]').is_visible()
+            assert not column_drawn(svg, t + 1)
         # the table: the beam at step t with the search's numbers, then greedy's hypothesis
         want = beam_table(B, t, False, 1.0)
         rows = root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp")
@@ -375,14 +375,18 @@ def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
     assert root.get_attribute("data-show-pruned") == "false"
     assert int(root.get_attribute("data-shown")) == int((B["status"] != 1).sum())
     assert sig_svg(root) != before
+    assert root.locator(".sv-beam-layout").count() == 2                  # the first layout is kept, not shown
+    root.locator("input.sv-show-pruned").check()                         # back: the kept layout is shown again
+    assert sig_svg(root) == before
+    root.locator("input.sv-show-pruned").uncheck()
     # node labels: log P, then log P / N^alpha
-    node = root.locator("g.sv-node.sv-finished").first
+    node = shown_svg(root).locator("g.sv-node.sv-finished").first
     n = int(node.get_attribute("data-node"))
-    assert node.locator(".sv-node-score").text_content() == f"{B['logprob'][n]:.2f}"
+    assert shown_score(root, n) == f"{B['logprob'][n]:.2f}"
     root.locator("select.sv-score").select_option("norm")
     alpha = m["state"]["alpha"]
     assert root.get_attribute("data-score") == "norm"
-    assert node.locator(".sv-node-score").text_content() == f"{B['logprob'][n] / B['step'][n] ** alpha:.2f}"
+    assert shown_score(root, n) == f"{B['logprob'][n] / B['step'][n] ** alpha:.2f}"
     want = beam_table(B, 5, True, alpha)
     assert root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp").all_text_contents() == \
         [B["text"](k) for k in want]
@@ -395,14 +399,48 @@ def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
     text = root.locator(".sv-readout").text_content()
     assert text.startswith(f"step {B['step'][n]}: \u201c{B['text'](n)}\u201d  log P = {B['logprob'][n]:.3f}")
     assert "finished" in text
-    assert root.locator("g.sv-node.sv-path").count() == B["step"][n] + 1      # the path back to the prompt
+    assert shown_svg(root).locator("g.sv-node.sv-path").count() == B["step"][n] + 1   # the path back to the prompt
+
+
+def shown_svg(root):
+    """The tree's SVG on screen: the pruned switch keeps the other layout, skipped by the renderer, beside it."""
+    svg = root.locator(".sv-beam-layout:not(.sv-off) svg.sv-beam-svg")
+    assert svg.count() == 1 and svg.evaluate("s => s.checkVisibility({contentVisibilityAuto: true})")
+    hidden = root.locator(".sv-beam-layout.sv-off")
+    assert all(not hidden.nth(i).evaluate("b => b.firstChild.checkVisibility()") for i in range(hidden.count()))
+    return svg
 
 
 def sig_svg(root) -> str:
-    """What the tree draws: the markup of its visible columns (equal strings = the same drawing)."""
-    return root.locator("svg.sv-beam-svg").evaluate(
-        "s => Array.from(s.querySelectorAll('g.sv-col')).filter(g => g.style.visibility !== 'hidden')"
-        ".map(g => g.outerHTML.replace(/ style=\"[^\"]*\"/g, '')).join('')")
+    """What the tree draws: the markup of the columns its clip leaves visible and of the score layer shown, with the
+    clip's edge (equal strings = the same drawing)."""
+    return shown_svg(root).evaluate(
+        "s => { const t = +s.closest('.sv-beam').dataset.step;"
+        " const layer = s.querySelector(s.classList.contains('sv-show-norm') ? '.sv-scores-norm' : '.sv-scores-sum');"
+        " return s.querySelector('clipPath rect').getAttribute('width') + Array.from(s.querySelectorAll('g.sv-col'))"
+        ".filter(g => +g.dataset.step <= t).map(g => g.outerHTML).join('') + layer.outerHTML; }")
+
+
+def column_drawn(svg, t: int) -> bool:
+    """Whether step t's column is on screen: the browser's hit test at the centre of its first node finds that node
+    (a column after the current step is clipped away, and a clipped element is not hit)."""
+    return svg.evaluate(
+        """(s, t) => {
+          const node = s.querySelector(`g.sv-col[data-step="${t}"] g.sv-node`);
+          node.scrollIntoView({ block: "nearest", inline: "nearest" });
+          const r = node.querySelector("rect").getBoundingClientRect();
+          const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+          return !!hit && hit.closest("g.sv-node") === node;
+        }""", t)
+
+
+def shown_score(root, n: int) -> str:
+    """Node n's score label in the score layer the view shows (the other layer is transparent)."""
+    layer = shown_svg(root).evaluate(
+        "s => [...s.querySelectorAll('.sv-scores')].filter(g => getComputedStyle(g).opacity === '1')"
+        ".map(g => g.classList.contains('sv-scores-norm') ? 'norm' : 'sum')")
+    assert len(layer) == 1, layer
+    return shown_svg(root).locator(f'.sv-scores-{layer[0]} text[data-node="{n}"]').text_content()
 
 
 def test_beam_tree_of_a_character_model(tools):

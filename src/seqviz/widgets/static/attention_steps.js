@@ -50,31 +50,36 @@ export function attendOne(q, K, V, dk, dv, Tk, last) {
   return { products, dots, scaled, weights, weighted, output };
 }
 
-// The colour of x on a symmetric scale -m..m (RdBu: blue negative, red positive).
-function colourOf(x, m) {
-  const q = Math.max(0, Math.min(255, Math.round(((x / m + 1) / 2) * 255))) * 3;
-  return `rgb(${LUT_RDBU[q]},${LUT_RDBU[q + 1]},${LUT_RDBU[q + 2]})`;
-}
-
 function maxAbs(a, from, to) {
   let m = 0;
   for (let i = from; i < to; i++) m = Math.max(m, Math.abs(a[i]));
   return m || 1;
 }
 
-// rows x cols matrix (row-major, from offset) as cells of cw x ROW_PX pixels with a gap between rows; rows for which
-// faded(r) is true are drawn pale.
+// rows x cols matrix (row-major, from offset) as cells of cw x ROW_PX pixels with a gap between rows, coloured on a
+// symmetric scale -m..m (RdBu: blue negative, red positive); rows for which faded(r) is true are drawn pale. The
+// numbers become one pixel each in a scratch canvas, and each row is scaled up into its cells without smoothing.
+const scratch = document.createElement("canvas");
 function paintMatrix(canvas, a, offset, rows, cols, cw, m, faded) {
-  canvas.width = cols * cw;
-  canvas.height = rows * ROW_PX;
+  if (canvas.width !== cols * cw) canvas.width = cols * cw;
+  if (canvas.height !== rows * ROW_PX) canvas.height = rows * ROW_PX;
+  const img = new ImageData(cols, rows);
+  for (let i = 0; i < rows * cols; i++) {
+    const q = Math.max(0, Math.min(255, Math.round(((a[offset + i] / m + 1) / 2) * 255))) * 3;
+    img.data[4 * i] = LUT_RDBU[q];
+    img.data[4 * i + 1] = LUT_RDBU[q + 1];
+    img.data[4 * i + 2] = LUT_RDBU[q + 2];
+    img.data[4 * i + 3] = 255;
+  }
+  scratch.width = cols;
+  scratch.height = rows;
+  scratch.getContext("2d").putImageData(img, 0, 0);
   const g = canvas.getContext("2d");
   g.clearRect(0, 0, canvas.width, canvas.height);
+  g.imageSmoothingEnabled = false;
   for (let r = 0; r < rows; r++) {
     g.globalAlpha = faded && faded(r) ? 0.18 : 1;
-    for (let c = 0; c < cols; c++) {
-      g.fillStyle = colourOf(a[offset + r * cols + c], m);
-      g.fillRect(c * cw, r * ROW_PX + 2, cw, ROW_PX - 4);
-    }
+    g.drawImage(scratch, 0, r, cols, 1, 0, r * ROW_PX + 2, cols * cw, ROW_PX - 4);
   }
   g.globalAlpha = 1;
 }

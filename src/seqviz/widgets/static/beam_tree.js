@@ -11,6 +11,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const KEPT = 0, PRUNED = 1, FINISHED = 2, GREEDY_ONLY = 3;
 const STATUS_CLASS = ["sv-kept", "sv-pruned", "sv-finished", "sv-greedy-only"];
 const STATUS_TEXT = ["kept", "pruned", "finished", "greedy only (the beam never proposed it)"];
+let clipCount = 0; // a page-unique id for each tree's clip path
 const ROW = 22, NODE_H = 18, HEAD = 22, GAP = 26, CHAR_PX = 7, SCORE_PX = 40, MAX_CHARS = 14;
 
 function svgEl(tag, cls, attrs) {
@@ -92,7 +93,8 @@ function render({ model, el }) {
   pruned.addEventListener("change", () => save(model, "show_pruned", pruned.checked));
   scoreSel.addEventListener("change", () => save(model, "normalise", scoreSel.value === "norm"));
 
-  let S = null, L = null; // the search; its layout (svg, per-step groups, node elements)
+  // the search; the layout shown (svg, per-step groups, node elements); the layouts built, by show_pruned
+  let S = null, L = null, built = new Map();
 
   function scoreOf(n) {
     return model.get("normalise") ? normalised(S.logprob[n], S.step[n], model.get("alpha")) : S.logprob[n];
@@ -108,10 +110,19 @@ function render({ model, el }) {
       `${STATUS_TEXT[S.status[n]]}${S.greedy.includes(n) ? ", on greedy's path" : ""}`;
   }
 
-  // Lay the tree out in columns, one per step: a step's nodes top to bottom in drawing order (pruned ones left out
-  // unless shown). Builds the SVG once per search or pruned switch; a step change only hides or reveals columns.
+  // The layout for the pruned switch's state: built the first time, kept while the search stays the same. The one
+  // not shown is skipped by the renderer (content-visibility: hidden) but keeps its layout, so switching back and
+  // forth swaps two boxes instead of re-laying out a thousand nodes.
   function layout() {
     const showPruned = model.get("show_pruned");
+    if (!built.has(showPruned)) built.set(showPruned, buildLayout(showPruned));
+    for (const [key, b] of built) b.box.classList.toggle("sv-off", key !== showPruned);
+    L = built.get(showPruned);
+  }
+
+  // Lay the tree out in columns, one per step: a step's nodes top to bottom in drawing order (pruned ones left out
+  // unless shown). A step change moves the clip; the score switch makes the other score layer opaque.
+  function buildLayout(showPruned) {
     let chars = 1;
     for (let n = 1; n < S.N; n++) chars = Math.max(chars, Math.min(visible(S.labels[n]).length, MAX_CHARS));
     const nodeW = chars * CHAR_PX + SCORE_PX + 12;
@@ -131,13 +142,25 @@ function render({ model, el }) {
     const y = (n) => HEAD + pos[n] * ROW;
     const W = colX(S.nSteps) + nodeW + 30, H = HEAD + rows * ROW + 4;
     const svg = svgEl("svg", "sv-beam-svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+    // Columns after the current step are clipped away: a step change moves one rectangle (the clip's edge and the
+    // current step's band) instead of restyling hundreds of nodes.
+    const clipId = `sv-beam-clip-${++clipCount}-${Math.random().toString(36).slice(2, 8)}`;
+    const clipRect = svgEl("rect", "", { x: -10, y: 0, width: W + 10, height: H });
+    const clip = svgEl("clipPath", "", { id: clipId });
+    clip.appendChild(clipRect);
+    const defs = svgEl("defs");
+    defs.appendChild(clip);
+    const band = svgEl("rect", "sv-band sv-current-band", { x: 0, y: 0, width: 0, height: H, rx: 4 });
+    const tree = svgEl("g", "sv-cols", { "clip-path": `url(#${clipId})` });
+    svg.append(defs, band, tree);
+    // The node scores in two layers over the tree, log P and log P / N^alpha: the score switch changes which layer
+    // is opaque (two elements restyled) instead of rewriting or restyling a thousand labels.
+    const sumLayer = svgEl("g", "sv-scores sv-scores-sum"), normLayer = svgEl("g", "sv-scores sv-scores-norm");
     const onGreedy = new Set(S.greedy);
     const resultRank = new Map(S.result.map((n, r) => [n, r + 1]));
     const cols = [], counts = [], nodes = new Array(S.N).fill(null), scores = new Array(S.N).fill(null);
     for (let s = 0; s <= S.nSteps; s++) {
       const g = svgEl("g", "sv-col", { "data-step": s });
-      g.appendChild(svgEl("rect", "sv-band", { x: colX(s) - 6, y: 0, width: (s ? nodeW : rootW) + 12, height: H,
-        rx: 4 }));
       const head = svgEl("text", "sv-col-head", { x: colX(s) + 2, y: 14 });
       head.textContent = s === 0 ? "prompt" : `step ${s}`;
       if (s > 0) head.addEventListener("click", () => save(model, "step", s));
@@ -164,10 +187,14 @@ function render({ model, el }) {
         const tip = svgEl("title");
         tip.textContent = S.labels[n];
         node.appendChild(tip);
-        if (n > 0) {
-          const sc = svgEl("text", "sv-node-score", { x: nodeW - 5, y: 13, "text-anchor": "end" });
-          node.appendChild(sc);
-          scores[n] = sc;
+        if (n > 0) {  // the node's score, log P and log P / N^alpha, one label in each score layer
+          const at = { x: colX(s) + nodeW - 5, y: y(n) + 13, "text-anchor": "end", "data-node": n };
+          const cls = `sv-node-score ${STATUS_CLASS[S.status[n]]}`;
+          const sum = svgEl("text", cls, at), norm = svgEl("text", cls, at);
+          sum.textContent = fmt(S.logprob[n]);
+          sumLayer.appendChild(sum);
+          normLayer.appendChild(norm);
+          scores[n] = [sum, norm, norm.appendChild(document.createTextNode(""))];  // an alpha change edits its data
         }
         if (resultRank.has(n)) {
           const badge = svgEl("text", "sv-rank", { x: width(n) + 3, y: 13 });
@@ -177,10 +204,11 @@ function render({ model, el }) {
         g.appendChild(node);
         nodes[n] = node;
       }
-      svg.appendChild(g);
+      tree.appendChild(g);
       cols.push(g);
       counts.push(g.querySelectorAll("g.sv-node").length);
     }
+    tree.append(sumLayer, normLayer);
     let path = [];
     svg.addEventListener("mouseover", (ev) => {
       const g = ev.target.closest && ev.target.closest("g.sv-node");
@@ -196,8 +224,13 @@ function render({ model, el }) {
       path = [];
       readout.textContent = "\u00a0";
     });
-    treeBox.replaceChildren(svg);
-    L = { svg, cols, counts, nodes, scores, scored: null, on: cols.map(() => null), current: -1 };
+    const box = h("div", "sv-beam-layout");
+    box.appendChild(svg);
+    treeBox.appendChild(box);
+    // the clip's right edge for step t: the end of its nodes (the next step's edges start there), or everything
+    const clipEnd = (t) => (t >= S.nSteps ? W : colX(t) + (t ? nodeW : rootW) + 1);
+    return { box, svg, cols, counts, nodes, scores, scored: null, norm: null, clipRect, band, clipEnd, colX,
+      current: -1, colW: (s) => (s ? nodeW : rootW) };
   }
 
   // The beam at step t, best first by the chosen score: its live hypotheses, those finished by then, and greedy.
@@ -240,15 +273,15 @@ function render({ model, el }) {
     stepS.value.textContent = `${t} / ${S.nSteps}`;
     pruned.checked = model.get("show_pruned");
     scoreSel.value = model.get("normalise") ? "norm" : "sum";
-    // only the columns whose state changes are touched (hidden, not display:none: no re-layout of the tree)
+    // the columns after t are clipped away, the current one has the band behind it
     let shown = 0;
-    L.cols.forEach((g, s) => {
-      const on = s <= t;
-      if (L.on[s] !== on) { g.style.visibility = on ? "" : "hidden"; L.on[s] = on; }
-      if ((L.current === s) !== (s === t)) g.classList.toggle("sv-current", s === t);
-      if (on) shown += L.counts[s];
-    });
-    L.current = t;
+    for (let s = 0; s <= t; s++) shown += L.counts[s];
+    if (L.current !== t) {
+      L.clipRect.setAttribute("width", String(L.clipEnd(t) + 10));
+      L.band.setAttribute("x", String(L.colX(t) - 6));
+      L.band.setAttribute("width", String(L.colW(t) + 12));
+      L.current = t;
+    }
     // a kept node none of whose descendants is live at t (or finished by t) is a dead end: dimmed
     const alive = new Uint8Array(S.N);
     for (let n = S.starts[1]; n < S.starts[t + 1]; n++) {
@@ -259,12 +292,20 @@ function render({ model, el }) {
     for (let n = 1; n < S.starts[t + 1]; n++) {
       if (L.nodes[n] && S.status[n] === KEPT && L.nodes[n].classList.contains("sv-dropped") !== !alive[n]) {
         L.nodes[n].classList.toggle("sv-dropped", !alive[n]);
+        L.scores[n][0].classList.toggle("sv-dropped", !alive[n]);
+        L.scores[n][1].classList.toggle("sv-dropped", !alive[n]);
       }
     }
-    const key = `${model.get("normalise")}:${model.get("alpha")}`;
-    if (L.scored !== key) {
-      for (let n = 1; n < S.N; n++) if (L.scores[n]) L.scores[n].textContent = fmt(scoreOf(n));
-      L.scored = key;
+    const alpha = model.get("alpha");
+    if (L.scored !== alpha) {
+      for (let n = 1; n < S.N; n++) {
+        if (L.scores[n]) L.scores[n][2].data = fmt(normalised(S.logprob[n], S.step[n], alpha));
+      }
+      L.scored = alpha;
+    }
+    if (L.norm !== model.get("normalise")) {
+      L.norm = model.get("normalise");
+      L.svg.classList.toggle("sv-show-norm", L.norm);
     }
     root.classList.toggle("sv-at-end", t === S.nSteps);
     fillTable(t);
@@ -282,12 +323,14 @@ function render({ model, el }) {
     const by = lp ? `log P / N^${lp}` : "log P, the sum of log-probabilities";
     note.textContent = `A beam of ${S.beamSize} ranked by ${by}` +
       (S.greedy.length ? "; the dashed line is greedy decoding's path." : ".");
+    treeBox.replaceChildren();
+    built = new Map();
     layout();
     draw();
   }
 
   rebuild();
-  // New search data rebuilds; the pruned switch re-lays the tree out; step and scoring redraw.
+  // New search data rebuilds; the pruned switch shows the other layout (built on first use); step and scoring redraw.
   return onChanges(model, {
     data: ["parent", "status", "logprob", "token", "vocab", "step_start", "greedy", "result", "beam_size",
       "length_penalty", "joiner", "title"],
