@@ -56,17 +56,19 @@ def evaluating(*modules):
     The package's one mode discipline: evaluation, decoding and every "look at the trained model" helper use this,
     so a model comes back in the mode it was in (training after ``Trainer.fit``, eval after ``model.eval()``).
     """
-    kept = [(m, m.training) for m in modules if m is not None]
-    for m, _ in kept:
-        if not hasattr(m, "train") or not hasattr(m, "training"):
+    given = [m for m in modules if m is not None]
+    for m in given:
+        if not hasattr(m, "train") or not hasattr(m, "training") or not hasattr(m, "modules"):
             raise TypeError(f"evaluating() takes torch.nn.Module objects, got {type(m).__name__}")
+    # every submodule's own flag: a part kept in eval inside a training model (a frozen encoder) stays in eval
+    kept = [(sub, sub.training) for m in given for sub in m.modules()]
     try:
-        for m, _ in kept:
+        for m in given:
             m.eval()
         yield
     finally:
-        for m, was in kept:
-            m.train(was)
+        for sub, was in kept:
+            sub.training = was
 
 
 def configure_threads(n: int | None = None) -> int:
