@@ -4,7 +4,8 @@
    browser the first render and the re-render after a selection change (layer/head select, one head and the
    all-heads grid). Target from issue 3: a re-render within 16 ms (one frame at 60 Hz).
    BeamTree (issue 24) at the size of chapter 5's translator: a beam of 5 over 20 steps (~1,000 candidates): the
-   re-render after a step change, a switch of the node scores and of the pruned nodes. AttentionSteps at the size of
+   re-render after a step change, a switch of the node scores and of the pruned nodes (the first switch lays the
+   other tree out, its max; later ones swap the two layouts, the median). AttentionSteps at the size of
    chapter 7's character model, 4 layers x 4 heads x 64 characters, d_k = 40: the re-render after a query change (the
    browser recomputes that query's attention), a mask switch and a layer/head change.
 2. Payload of each widget as a page stores it (state JSON + base64 buffers, its ES module included), at sizes a
