@@ -1,7 +1,7 @@
 """Benchmark: the book as a class meets it: each chapter notebook's run time, and each built page's weight.
 
     .venv/bin/python bench/bench_book.py                    # run every notebook of _toc.yml, weigh _build/html
-    .venv/bin/python bench/bench_book.py --no-run           # page weights only (after `make book`)
+    .venv/bin/python bench/bench_book.py --no-run           # page weights only (after `make book`; run times kept)
     .venv/bin/python bench/bench_book.py --notebooks notebooks/03_rnn.ipynb
     .venv/bin/python bench/bench_book.py --inplace          # re-execute the chapters themselves, timing each
 
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _results import write_results
+from _results import machine, read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_BUDGET_KB = 2048
@@ -121,7 +121,12 @@ def main() -> None:
             r = rows[-1]
             print(f"{r['notebook']:40s} {r['wall s']:7.1f} s wall {r['CPU s']:7.1f} s CPU  ({r['code cells']} cells, "
                   f"torch threads: {r['torch threads']})")
-        figures["rows"] = rows
+        stamp = machine()                   # each row says which run timed it
+        figures["rows"] = [{**r, "measured": stamp["date"], "load": stamp.get("load")} for r in rows]
+    else:                                   # page weights only: the recorded run times stay, with their own dates
+        old = read_results("book") or {}
+        figures["rows"] = [{**r, "measured": r.get("measured") or old.get("machine", {}).get("date")}
+                           for r in old.get("rows", [])]
     html = Path(args.html)
     if (html / "index.html").is_file():
         pages = [w for f in files if (w := page_weight(html, f))]
@@ -134,7 +139,7 @@ def main() -> None:
                                  sum(f.stat().st_size for f in vendor.rglob("*") if f.is_file()) / 1024}
     else:
         print(f"no built book at {html}: run `make book` for the page weights", file=sys.stderr)
-    if not figures:
+    if not figures.get("rows") and not figures.get("pages"):
         raise SystemExit("nothing measured: run the notebooks (drop --no-run) or build the book first")
     write_results("book", figures)
 

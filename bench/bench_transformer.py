@@ -393,8 +393,9 @@ def main(argv=None) -> None:
         return
     protocol = args.clock == "wall" and args.threads == 2
     rerun = {r["name"] for r in rows}
-    measured = (old.get("protocol_machine") or {}).get("date")
-    kept = [r if r.get("corpus") == "PTB" else {**r, "measured": r.get("measured") or measured}
+    last = old.get("protocol_machine") or {}      # the run that made rows recorded before rows carried their own
+    kept = [r if r.get("corpus") == "PTB" else {**r, "measured": r.get("measured") or last.get("date"),
+                                                  "command": r.get("command") or last.get("command")}
             for r in old.get("rows", []) if r.get("corpus") == "PTB" or r["name"] not in rerun]
     stamp = machine()   # every row says which run made it (kept rows keep their own)
     made = [{**str_losses(r), "measured": stamp["date"], "command": stamp["command"]} for r in rows]

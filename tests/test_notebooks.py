@@ -44,11 +44,15 @@ def test_stored_widgets_carry_the_current_js(path):
         if not cls_path or "_esm" not in s:
             continue
         module, _, name = cls_path.rpartition(".")
-        current = getattr(importlib.import_module(module), name)._esm
-        current = current if isinstance(current, str) else Path(current).read_text()
-        if s["_esm"] != current:
-            stale.append(name)
-    assert not stale, (f"{path.name} stores widgets whose JS is older than the package's ({sorted(set(stale))}): "
+        cls = getattr(importlib.import_module(module), name)
+        for trait in ("_esm", "_css"):       # the page draws with both: new JS on old CSS can draw wrong
+            current = getattr(cls, trait, None)
+            if current is None or trait not in s:
+                continue
+            current = current if isinstance(current, str) else Path(current).read_text()
+            if s[trait] != current:
+                stale.append(f"{name} {trait}")
+    assert not stale, (f"{path.name} stores widgets whose JS or CSS is older than the package's ({sorted(set(stale))}): "
                        f"re-execute it (jupyter nbconvert --to notebook --execute --inplace {path.name})")
 
 

@@ -61,14 +61,17 @@ def evaluating(*modules):
         if not hasattr(m, "train") or not hasattr(m, "training") or not hasattr(m, "modules"):
             raise TypeError(f"evaluating() takes torch.nn.Module objects, got {type(m).__name__}")
     # every submodule's own flag: a part kept in eval inside a training model (a frozen encoder) stays in eval
-    kept = [(sub, sub.training) for m in given for sub in m.modules()]
+    kept = [(m, m.training, [(sub, sub.training) for sub in m.modules()]) for m in given]
     try:
         for m in given:
             m.eval()
         yield
     finally:
-        for sub, was in kept:
-            sub.training = was
+        for m, was, parts in kept:
+            m.train(was)                       # through the module's own train(), should it override it
+            for sub, sub_was in parts:
+                if sub.training != sub_was:
+                    sub.training = sub_was
 
 
 def configure_threads(n: int | None = None) -> int:

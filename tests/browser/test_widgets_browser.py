@@ -402,6 +402,30 @@ def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
     assert shown_svg(root).locator("g.sv-node.sv-path").count() == B["step"][n] + 1   # the path back to the prompt
 
 
+def test_beam_tree_kept_layout_follows_what_changed_while_it_was_not_shown(tools):
+    """The pruned switch keeps the other layout: a step and score change made while it was out of view show when it
+    comes back, as they would on a fresh one."""
+    page = tools
+    mid, m = model_of(embedded_models(page), "BeamTree", beam_size=3, joiner=" ")
+    B = beam_state(m)
+    root = page.locator(".sv-beam").first
+    root.locator("input.sv-step").fill("5")
+    root.locator("select.sv-score").select_option("sum")
+    root.locator("input.sv-show-pruned").check()
+    root.locator("input.sv-show-pruned").uncheck()                       # both layouts built, the pruned one hidden
+    root.locator("input.sv-step").fill("3")
+    root.locator("select.sv-score").select_option("norm")
+    root.locator("input.sv-show-pruned").check()                         # the kept layout comes back
+    svg = shown_svg(root)
+    assert root.locator(".sv-beam-layout").count() == 2
+    assert int(root.get_attribute("data-shown")) == int((B["step"] <= 3).sum())
+    assert column_drawn(svg, 3) and not column_drawn(svg, 4)
+    assert svg.locator('g.sv-col[data-step="4"]').get_attribute("aria-hidden") == "true"
+    n = int(svg.locator('g.sv-col[data-step="3"] g.sv-node').first.get_attribute("data-node"))
+    assert shown_score(root, n) == f"{B['logprob'][n] / B['step'][n] ** m['state']['alpha']:.2f}"
+    assert svg.locator(".sv-scores-sum").get_attribute("aria-hidden") == "true"
+
+
 def shown_svg(root):
     """The tree's SVG on screen: the pruned switch keeps the other layout, skipped by the renderer, beside it."""
     svg = root.locator(".sv-beam-layout:not(.sv-off) svg.sv-beam-svg")
@@ -564,6 +588,8 @@ def test_beam_tree_and_attention_steps_follow_traits_and_show_tokens_as_text(too
     assert (data(page, hb, "step"), data(page, hb, "score")) == ("3", "norm")
     kernel_sets(page, hb, "show_pruned", False)
     assert data(page, hb, "showPruned") == "false"
+    shown = page.locator(f"#sv-mock-{hb} .sv-beam-layout:not(.sv-off)")
+    assert shown.count() == 1 and shown.locator("g.sv-node.sv-pruned").count() == 0   # the layout without them
     steps, m2 = model_of(models, "AttentionSteps", dtype="f4")
     hs = mock(page, steps)
     kernel_sets(page, hs, "query", 2)

@@ -115,6 +115,7 @@ function render({ model, el }) {
   // forth swaps two boxes instead of re-laying out a thousand nodes.
   function layout() {
     const showPruned = model.get("show_pruned");
+    if (L) L.clearHover();                        // the layout going out of view keeps no hover highlight
     if (!built.has(showPruned)) built.set(showPruned, buildLayout(showPruned));
     for (const [key, b] of built) b.box.classList.toggle("sv-off", key !== showPruned);
     L = built.get(showPruned);
@@ -219,18 +220,19 @@ function render({ model, el }) {
       path.forEach((e) => e.classList.add("sv-path"));
       readout.textContent = describe(parseInt(g.dataset.node, 10));
     });
-    svg.addEventListener("mouseleave", () => {
+    const clearHover = () => {
       path.forEach((e) => e.classList.remove("sv-path"));
       path = [];
       readout.textContent = "\u00a0";
-    });
+    };
+    svg.addEventListener("mouseleave", clearHover);
     const box = h("div", "sv-beam-layout");
     box.appendChild(svg);
     treeBox.appendChild(box);
     // the clip's right edge for step t: the end of its nodes (the next step's edges start there), or everything
     const clipEnd = (t) => (t >= S.nSteps ? W : colX(t) + (t ? nodeW : rootW) + 1);
     return { box, svg, cols, counts, nodes, scores, scored: null, norm: null, clipRect, band, clipEnd, colX,
-      current: -1, colW: (s) => (s ? nodeW : rootW) };
+      current: -1, colW: (s) => (s ? nodeW : rootW), clearHover, sumLayer, normLayer };
   }
 
   // The beam at step t, best first by the chosen score: its live hypotheses, those finished by then, and greedy.
@@ -277,6 +279,10 @@ function render({ model, el }) {
     let shown = 0;
     for (let s = 0; s <= t; s++) shown += L.counts[s];
     if (L.current !== t) {
+      // clipped columns are hidden from screen readers and find-in-page too (an attribute no style rule reads)
+      L.cols.forEach((g, s) => {
+        if ((s > t) !== (s > L.current) || L.current < 0) g.setAttribute("aria-hidden", String(s > t));
+      });
       L.clipRect.setAttribute("width", String(L.clipEnd(t) + 10));
       L.band.setAttribute("x", String(L.colX(t) - 6));
       L.band.setAttribute("width", String(L.colW(t) + 12));
@@ -306,6 +312,8 @@ function render({ model, el }) {
     if (L.norm !== model.get("normalise")) {
       L.norm = model.get("normalise");
       L.svg.classList.toggle("sv-show-norm", L.norm);
+      L.sumLayer.setAttribute("aria-hidden", String(L.norm));       // the transparent layer is not read out
+      L.normLayer.setAttribute("aria-hidden", String(!L.norm));
     }
     root.classList.toggle("sv-at-end", t === S.nSteps);
     fillTable(t);
