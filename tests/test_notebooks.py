@@ -49,7 +49,8 @@ def test_stored_widgets_carry_the_current_js(path):
             current = getattr(cls, trait, None)
             if current is None or trait not in s:
                 continue
-            current = current if isinstance(current, str) else Path(current).read_text()
+            # a str, a path, or anywidget's FileContents (whose str() is the file's text)
+            current = Path(current).read_text() if isinstance(current, Path) else str(current)
             if s[trait] != current:
                 stale.append(f"{name} {trait}")
     assert not stale, (f"{path.name} stores widgets whose JS or CSS is older than the package's ({sorted(set(stale))}): "

@@ -219,10 +219,38 @@ function render({ model, el }) {
       return `y_i[${c}] = \u03a3_j \u03b1_ij v_j[${c}] = ${num(R.output[c])}`;
     });
     hover(qC, (_, x) => { const d = Math.floor(x / cwK); return `q_i[${d}] = ${num(S.q[qOff() + d])}`; });
+    // the query line, the output line and the legends are built once per shape; a redraw only edits their text
+    const qName = h("span", "sv-steps-qname");
+    const qTok = h("span", "sv-tok-inline");
+    const qHead = document.createTextNode(""), qTail = document.createTextNode("");
+    qName.append(qHead, qTok, qTail);
+    const qVec = h("span", "sv-steps-vec");
+    qLine.replaceChildren(qName, qC);
+    if (S.dk <= SMALL_D) qLine.appendChild(qVec);
+    const yHead = h("span", "");
+    outLine.replaceChildren(yHead, "[");
+    const yVals = Array.from({ length: S.dv }, (_, c) => {
+      const e = h("span", "sv-steps-yval");
+      if (c) outLine.append(", ");
+      outLine.append(e);
+      return e;
+    });
+    outLine.append("]");
     const legends = h("div", "sv-steps-legends");
+    const scales = ["q_i", "k_j", "q_i \u2299 k_j", "v_j, \u03b1_ij v_j, y_i"].map((label) => {
+      const box = legend(LUT_RDBU, "", "", label);
+      legends.appendChild(box);
+      return { lo: box.querySelector(".sv-legend-lo"), hi: box.querySelector(".sv-legend-hi") };
+    });
     legendBox.replaceChildren(legends);
-    V.legends = legends;
+    Object.assign(V, { qHead, qTok, qTail, qVec, yHead, yVals, scales });
   }
+
+  // Set an element's text (and data-value) only where it changes: an unchanged number costs no layout.
+  const put = (e, text, value) => {
+    if (e.textContent !== text) e.textContent = text;
+    if (value !== undefined && e.dataset.value !== value) e.dataset.value = value;
+  };
 
   function fillQueries() {
     queries.replaceChildren(h("span", "sv-steps-qlabel", "query i: "));
@@ -268,36 +296,32 @@ function render({ model, el }) {
     let total = 0;
     V.rows.forEach((r, j) => {
       const m = masked(j);
-      for (const e of [r.idx, r.tok, r.dot, r.scaled, r.w]) e.classList.toggle("sv-masked", m);
-      r.dot.textContent = num(R.dots[j]);
-      r.dot.dataset.value = String(R.dots[j]);
-      r.scaled.textContent = m ? "\u2212\u221e (masked)" : num(R.scaled[j]);
-      r.scaled.dataset.value = m ? "-Infinity" : String(R.scaled[j]);
-      r.wNum.textContent = R.weights[j].toFixed(4);
-      r.w.dataset.value = String(R.weights[j]);
-      r.bar.style.width = `${(60 * R.weights[j]) / (wMax || 1)}px`;
-      r.tok.classList.toggle("sv-hl", j === S.pos[i]);
+      if (r.masked !== m) {
+        for (const e of [r.idx, r.tok, r.dot, r.scaled, r.w]) e.classList.toggle("sv-masked", m);
+        r.masked = m;
+      }
+      put(r.dot, num(R.dots[j]), String(R.dots[j]));
+      put(r.scaled, m ? "\u2212\u221e (masked)" : num(R.scaled[j]), m ? "-Infinity" : String(R.scaled[j]));
+      put(r.wNum, R.weights[j].toFixed(4));
+      if (r.w.dataset.value !== String(R.weights[j])) r.w.dataset.value = String(R.weights[j]);
+      const width = `${(60 * R.weights[j]) / (wMax || 1)}px`;
+      if (r.bar.style.width !== width) r.bar.style.width = width;
+      if (r.hl !== (j === S.pos[i])) { r.hl = j === S.pos[i]; r.tok.classList.toggle("sv-hl", r.hl); }
       total += R.weights[j];
     });
-    V.wSum.textContent = total.toFixed(4);
-    V.wSum.dataset.value = String(total);
-    const what = h("span", "sv-steps-qname");
-    what.append(`q_${i} of \u201c`, h("span", "sv-tok-inline", visible(S.qt[i])),
-      `\u201d (position ${S.pos[i]}), d_k = ${S.dk}:`);
-    qLine.replaceChildren(what, V.qC);
-    if (S.dk <= SMALL_D) qLine.appendChild(h("span", "sv-steps-vec", ` ${vecText(q, 0, S.dk)}`));
-    const outs = Array.from(R.output, (x) => {
-      const e = h("span", "sv-steps-yval", num(x));
-      e.dataset.value = String(x);
-      return e;
-    });
-    outLine.replaceChildren(h("span", "", `y_${i} = \u03a3_j \u03b1_${i}j v_j (9.36) = [`));
-    outs.forEach((e, c) => { if (c) outLine.append(", "); outLine.append(e); });
-    outLine.append("]");
-    V.qButtons.forEach((b, k) => b.classList.toggle("sv-current", k === i));
-    V.legends.replaceChildren(legend(LUT_RDBU, num(-mQ), num(mQ), "q_i"), legend(LUT_RDBU, num(-mK), num(mK), "k_j"),
-      legend(LUT_RDBU, num(-mP), num(mP), "q_i \u2299 k_j"),
-      legend(LUT_RDBU, num(-mV), num(mV), "v_j, \u03b1_ij v_j, y_i"));
+    put(V.wSum, total.toFixed(4), String(total));
+    V.qHead.data = `q_${i} of \u201c`;
+    put(V.qTok, visible(S.qt[i]));
+    V.qTail.data = `\u201d (position ${S.pos[i]}), d_k = ${S.dk}:`;
+    if (S.dk <= SMALL_D) put(V.qVec, ` ${vecText(q, 0, S.dk)}`);
+    put(V.yHead, `y_${i} = \u03a3_j \u03b1_${i}j v_j (9.36) = `);
+    V.yVals.forEach((e, c) => put(e, num(R.output[c]), String(R.output[c])));
+    if (V.current !== i) {
+      if (V.current !== undefined && V.qButtons[V.current]) V.qButtons[V.current].classList.remove("sv-current");
+      V.qButtons[i].classList.add("sv-current");
+      V.current = i;
+    }
+    [[mQ], [mK], [mP], [mV]].forEach(([m], k) => { put(V.scales[k].lo, num(-m)); put(V.scales[k].hi, num(m)); });
     root.dataset.query = String(i);
     root.dataset.layer = String(l);
     root.dataset.head = String(hd);
