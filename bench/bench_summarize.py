@@ -16,7 +16,10 @@ Rows, in the chapter's order (``kind``):
 - ``copy``: word-level models trained from scratch for the same 150 steps (chapter 7's encoder-decoder and SLP's
   decoder-only δ LM, each with and without the copy head), and the checkpoint ``bbc_copy.pt`` (``make
   copy-summarizer``: gap-sentence pretraining + 150 fine-tuning steps), greedy, no repeated word, no punctuation,
-  alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior).
+  alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior); the guided model also
+  with beam 4 (alpha 1) and with a hard prior, the selector's likeliest name as the headline's first word
+  (``write_headlines(..., name_first=True)``), greedy and beam 4. The checkpoint's rows also carry the validation
+  split's ROUGE-L (``valid_rougeL``), where decoding choices are made.
 Each model row also has: distinct headlines, <unk> emitted, the share of headline words not in the article, the
 article-swap test (own vs swapped reference ROUGE-L) and a paired bootstrap (1,000 resamples of the test articles)
 of its ROUGE-L minus lead-5's. Training time is the process's CPU time on one thread.
@@ -130,11 +133,19 @@ def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> 
                             lead, steps=steps, train_cpu_s=round(cpu, 1),
                             parameters=sum(p.numel() for p in model.parameters())))
     model, tok, info = load_copy_summarizer() if checkpoint is None else load_copy_summarizer(checkpoint, None)
+    valid = corpus.valid[:len(test)]
     for name, kw in [("checkpoint (gap-sentence pretraining + fine-tuning)", {}),
-                     ("checkpoint + bottom-up copy attention (selector prior)", {"selector": sel})]:
+                     ("checkpoint + bottom-up copy attention (selector prior)", {"selector": sel}),
+                     ("checkpoint + selector prior, beam 4", {"selector": sel, "beam_size": 4}),
+                     ("checkpoint + selector prior + the name leads (hard prior)", {"selector": sel, "name_first": True}),
+                     ("checkpoint + selector prior + the name leads, beam 4",
+                      {"selector": sel, "name_first": True, "beam_size": 4})]:
         c0 = time.process_time()
         heads = write_headlines(model, tok, [a.body for a in test], **kw)
-        rows.append(row("copy", name, test, heads, lead, decode_cpu_s=round(time.process_time() - c0, 1),
+        cpu = time.process_time() - c0
+        valid_heads = write_headlines(model, tok, [a.body for a in valid], **kw)
+        rows.append(row("copy", name, test, heads, lead, decode_cpu_s=round(cpu, 1),
+                        valid_rougeL=round(score_headlines(valid, valid_heads)["rougeL"], 2),
                         checkpoint_cpu_s=round(info.get("cpu_seconds", float("nan")), 0)))
     return rows
 

@@ -118,6 +118,56 @@ def test_headline_rules_block_repeats_and_early_stop():
     assert HeadlineRules(None, 1).banned([5, 6]) == {5, 6}
 
 
+def test_name_word_is_the_likeliest_capitalised_word_that_is_not_a_function_word():
+    from seqviz.summarize.compress import name_word
+
+    words = ["The", "Daily", "Telegraph", "is", "axing", "90", "jobs", "He", "said"]
+    p = [0.9, 0.3, 0.5, 0.0, 0.8, 0.4, 0.7, 0.95, 0.1]
+    assert name_word(words, p) == "Telegraph"                       # "The" and "He" are not names; 0.5 > 0.3
+    assert name_word(["axing", "jobs"], [0.9, 0.8]) is None        # no capital: no name, no constraint
+    assert name_word(["Japan", "Japan's"], [0.6, 0.6]) == "Japan"  # a tie goes to the earlier word
+    with pytest.raises(ValueError, match="one score per word"):
+        name_word(["A"], [])
+
+
+def test_a_hard_prior_fixes_the_first_word_and_only_the_first():
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=4, dropout=0.0)).eval()
+    article = "the dog sat on the mat schwarzenegger"
+    src = tok.encode_source(article, 20)
+    free = write_headline(model, tok, article, max_words=4)
+    for word in ("mat", "Schwarzenegger"):                        # a vocabulary word and an article-only word
+        ids = write_headline(model, tok, article, max_words=4, lead_word=word)
+        assert tok.words(ids, src.oovs)[0] == word.lower()
+        assert len(ids) >= 2 and len(set(ids)) == len(ids)         # the other rules still hold after it
+    # the rule itself: every other token is -inf at the first step, nothing changes after it
+    rules = HeadlineRules(_Uniform(9), block_ngram=None, first={4, 6})
+    z, st = rules.step(torch.tensor([[2], [2]]), None)
+    assert torch.isfinite(z[:, [4, 6]]).all() and torch.isinf(z[:, [0, 1, 2, 3, 5, 7, 8]]).all()
+    z, _ = rules.step(torch.tensor([[4], [6]]), st)
+    assert torch.isfinite(z).all()
+    assert free == write_headline(model, tok, article, max_words=4, lead_word=None)
+    with pytest.raises(ValueError, match="not one of the article's first 20 words"):
+        write_headline(model, tok, article, lead_word="Telegraph")
+    with pytest.raises(ValueError, match="at least one token id"):
+        HeadlineRules(_Uniform(9), first=set())
+
+
+class _Uniform:
+    """A stepper whose every next-token score is 0 (its state: nothing)."""
+
+    def __init__(self, V):
+        self.V = V
+
+    def step(self, ids, state):
+        return torch.zeros(ids.shape[0], self.V), None
+
+    def reorder_state(self, state, index):
+        return state
+
+
 def test_bad_input_gets_clear_errors(tmp_path):
     tok = _tiny_tok()
     with pytest.raises(ValueError, match="empty"):
@@ -128,6 +178,9 @@ def test_bad_input_gets_clear_errors(tmp_path):
                                         max_summary=4))
     with pytest.raises(ValueError, match="max_words"):
         write_headline(model, tok, "the cat sat", max_words=5)
+    from seqviz.summarize.headlines import write_headlines
+    with pytest.raises(ValueError, match="name_first needs the selector"):
+        write_headlines(model, tok, ["the cat sat"], name_first=True)
 
 
 def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):

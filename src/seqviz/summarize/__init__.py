@@ -34,7 +34,7 @@ from seqviz.summarize.baselines import (IdfTable, best_sentence_oracle, best_win
                                        headline_length, lead_baseline, random_sentence_baseline, split_sentences,
                                        textrank_sentence)
 from seqviz.summarize.compress import (KeepDropHead, KeepDropRegression, WordFeatures, head_scores, keep_drop_labels,
-                                       lead_words, select_words, token_prior, train_keep_drop_head)
+                                       lead_words, name_word, select_words, token_prior, train_keep_drop_head)
 from seqviz.summarize.copy_checkpoint import (COPY_CHECKPOINT, COPY_SHA256, CopyRecipe, load_copy_summarizer,
                                               save_copy_summarizer, train_copy_summarizer)
 from seqviz.summarize.copy_models import CopyConfig, CopyEncoderDecoder, CopyLM, build_copy_model
@@ -59,7 +59,8 @@ __all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer",
            "headline_length", "lead_baseline", "split_sentences", "random_sentence_baseline", "choose_lead_k",
            "first_sentence", "IdfTable", "centroid_sentence", "textrank_sentence", "best_sentence_oracle",
            "best_window_oracle", "compression_oracle", "copy_only_oracle",
-           "lead_words", "keep_drop_labels", "select_words", "token_prior", "WordFeatures", "KeepDropRegression",
+           "lead_words", "keep_drop_labels", "select_words", "name_word", "token_prior", "WordFeatures",
+           "KeepDropRegression",
            "KeepDropHead", "train_keep_drop_head", "head_scores", "CopyHead", "CopyOut", "copy_distribution", "copy_target_logprob", "word_tokens",
            "SourceIds", "WordTokenizer", "CopyConfig", "CopyEncoderDecoder", "CopyLM", "build_copy_model",
            "headline_pairs", "gap_sentence_pairs", "encode_pairs", "CopyBatches", "CopyBinding", "HeadlineRules",

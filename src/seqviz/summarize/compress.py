@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from seqviz.metrics import rouge_tokenize
 
-__all__ = ["LEAD_WORDS", "lead_words", "keep_drop_labels", "select_words", "token_prior", "WordFeatures",
+__all__ = ["LEAD_WORDS", "lead_words", "keep_drop_labels", "select_words", "name_word", "token_prior", "WordFeatures",
            "KeepDropRegression", "KeepDropHead", "train_keep_drop_head", "head_scores"]
 
 #: words of the lead that a selector reads (BBC: 58 % of headline words occur in the first 60 words of the body)
@@ -70,6 +70,27 @@ def select_words(words: Sequence[str], scores: Sequence[float], k: int) -> str:
         if len(keep) == k:
             break
     return " ".join(words[i] for i in sorted(keep))
+
+
+#: capitalised words that are not names (a sentence's first word, pronouns, titles): never a headline's subject
+FUNCTION_WORDS = frozenset("a an the in on at of to for by with from as and but or if when after before while this "
+                           "that these those there it its he she his her they their we our you i mr mrs ms dr "
+                           "however according".split())
+
+
+def name_word(words: Sequence[str], scores: Sequence[float]) -> str | None:
+    """The selector's likeliest *name* among the lead ``words`` (article spelling): the highest-scoring word that
+    starts with a capital and is not a function word ("The", "He", "Mr"), or None when the lead holds none. A
+    headline usually names its subject, and a capital is the cheapest sign of one.
+
+    >>> name_word(["The", "Telegraph", "is", "axing", "jobs"], [0.2, 0.4, 0.01, 0.6, 0.5])
+    'Telegraph'
+    """
+    if len(words) != len(scores):
+        raise ValueError(f"one score per word: {len(words)} words, {len(scores)} scores")
+    names = [(float(p), -i) for i, (w, p) in enumerate(zip(words, scores))
+             if w[:1].isupper() and w.lower() not in FUNCTION_WORDS]
+    return words[-max(names)[1]] if names else None
 
 
 def token_prior(article: str, word_scores: Sequence[float], max_tokens: int, floor: float = 1e-3) -> list[float]:

@@ -3,7 +3,8 @@
 - :class:`CopyBinding`: one article bound to a copy model, the decoder contract ``step(ids, state) -> (scores
   (B, V + n_oov), state)`` and ``reorder_state``; the scores are log p of the copy mixture over the article's
   extended vocabulary (log-probabilities are logits: softmax(log p) = p);
-- :class:`HeadlineRules`: wraps any stepper: no repeated n-gram (Paulus et al. 2018), no </s> before a minimum;
+- :class:`HeadlineRules`: wraps any stepper: no repeated n-gram (Paulus et al. 2018), no </s> before a minimum,
+  and (a hard prior) a first word from a given set;
 - :func:`write_headline`: greedy or beam search (length normalisation ``alpha``: rank by log p / len^alpha);
 - :func:`copy_trace`: per generated word, p_gen and the copy attention over the article (for the chapter's view);
 - :func:`swap_test`: does the headline depend on the article? (own vs another article's reference).
@@ -61,17 +62,21 @@ class CopyBinding:
 class HeadlineRules:
     """Wraps any stepper with two rules of headline decoding: a token that would repeat an n-gram already written
     gets -inf (``block_ngram`` n; n = 1: no word twice; None: off), the usual cure for the repetition loops of
-    summarizers (Paulus et al. 2018), and ``eos_id`` gets -inf before ``min_words`` tokens. The first ``skip`` ids
-    read (the prompt) do not count. Its state is (the inner state, the ids read so far)."""
+    summarizers (Paulus et al. 2018), and ``eos_id`` gets -inf before ``min_words`` tokens. With ``first`` (a set of
+    ids), the first output token must be one of them: every other token gets -inf at that step (a hard prior). The
+    first ``skip`` ids read (the prompt) do not count. Its state is (the inner state, the ids read so far)."""
 
     def __init__(self, stepper, block_ngram: int | None = 1, min_words: int = 0, eos_id: int | None = None,
-                 skip: int = 1):
+                 skip: int = 1, first=None):
         if block_ngram is not None and (isinstance(block_ngram, bool) or not isinstance(block_ngram, int)
                                         or block_ngram < 1):
             raise ValueError(f"block_ngram must be a positive int (1 = no repeated token) or None, got {block_ngram!r}")
         if min_words and eos_id is None:
             raise ValueError("min_words needs the eos_id it bars")
         self.inner, self.n, self.min_words, self.eos_id, self.skip = stepper, block_ngram, min_words, eos_id, skip
+        self.first = None if first is None else sorted({int(i) for i in first})
+        if self.first is not None and not self.first:
+            raise ValueError("first must hold at least one token id (or be None: any first token)")
         self.module = getattr(stepper, "module", stepper if isinstance(stepper, torch.nn.Module) else None)
 
     def banned(self, row: Sequence[int]) -> set[int]:
@@ -90,6 +95,10 @@ class HeadlineRules:
         z, inner = self.inner.step(ids, inner)
         z = z.clone()
         for b, row in enumerate(hist[:, self.skip:].tolist()):
+            if not row and self.first is not None:
+                allowed = z[b, self.first].clone()
+                z[b] = -math.inf
+                z[b, self.first] = allowed
             ban = self.banned(row)
             if ban:
                 z[b, sorted(ban)] = -math.inf
@@ -101,13 +110,16 @@ class HeadlineRules:
 
 def write_headline(model: _CopyModel, tok: WordTokenizer, article: str, *, beam_size: int = 1, alpha: float = 1.0,
                    block_ngram: int | None = 1, min_words: int = 2, max_words: int | None = None,
-                   punctuation: bool = False, prior: Sequence[float] | None = None) -> list[int]:
+                   punctuation: bool = False, prior: Sequence[float] | None = None,
+                   lead_word: str | None = None) -> list[int]:
     """The extended ids of a headline for ``article`` (without </s>), through ``seqviz.decode``: beam search
     (``beam_size`` 1: greedy) ranking by log p / len^``alpha`` (length normalisation), with :class:`HeadlineRules`
     (n-gram blocking ``block_ngram``, </s> barred before ``min_words``), at most ``max_words`` words (default the
     model's ``max_summary``). Specials other than </s> are never written, nor (unless ``punctuation``) a token
     without a letter or digit other than "%" (an unbalanced quote is the ugliest failure). ``prior``: one weight per
-    article token for the copy attention (bottom-up; :func:`~seqviz.summarize.compress.token_prior`)."""
+    article token for the copy attention (bottom-up; :func:`~seqviz.summarize.compress.token_prior`).
+    ``lead_word``: a word of the article (its first ``max_source`` words) that the headline must start with, a hard
+    prior (:func:`~seqviz.summarize.compress.name_word` picks the selector's likeliest name)."""
     c = model.config
     max_words = max_words or c.max_summary
     if isinstance(max_words, bool) or not isinstance(max_words, int) or not 1 <= max_words <= c.max_summary:
@@ -115,8 +127,15 @@ def write_headline(model: _CopyModel, tok: WordTokenizer, article: str, *, beam_
                          f"of at most {c.max_summary} words), got {max_words!r}")
     source = tok.encode_source(article, c.max_source)
     binding = CopyBinding(model, source, prior)
-    stepper = HeadlineRules(binding, block_ngram, min(min_words, max_words), tok.eos_id)
     V = len(tok)
+    first = None
+    if lead_word is not None:
+        words = tok.words(source.ext, source.oovs) if isinstance(lead_word, str) else []
+        if not isinstance(lead_word, str) or lead_word.lower() not in words:
+            raise ValueError(f"lead_word {lead_word!r} is not one of the article's first {c.max_source} words, which "
+                             f"the model reads: give a word of the article (e.g. name_word of the selector's scores)")
+        first = {source.ext[words.index(lead_word.lower())]}
+    stepper = HeadlineRules(binding, block_ngram, min(min_words, max_words), tok.eos_id, first=first)
     never = [i for i in tok.special_ids if i != tok.eos_id] + list(range(V + len(source.oovs), V + binding.n_ext))
     if not punctuation:
         never += tok.punctuation_ids
@@ -129,17 +148,29 @@ def write_headline(model: _CopyModel, tok: WordTokenizer, article: str, *, beam_
 
 
 def write_headlines(model: _CopyModel, tok: WordTokenizer, articles: Sequence[str], selector=None,
-                    **kw) -> list[str]:
+                    name_first: bool = False, **kw) -> list[str]:
     """Readable headlines (:meth:`WordTokenizer.detokenize`) for article bodies, by :func:`write_headline` (keyword
     arguments pass through); with a fitted ``selector`` (:class:`~seqviz.summarize.compress.KeepDropRegression`),
-    its p(keep) of each lead word is the copy attention's prior (bottom-up copy attention)."""
-    from seqviz.summarize.compress import token_prior
+    its p(keep) of each lead word is the copy attention's prior (bottom-up copy attention), and with ``name_first``
+    each headline starts with the selector's likeliest name among the words the model reads (a hard prior;
+    :func:`~seqviz.summarize.compress.name_word`; no constraint where there is none)."""
+    from seqviz.summarize.compress import name_word, token_prior
 
+    if name_first and selector is None:
+        raise ValueError("name_first needs the selector whose scores pick the name: pass selector=")
     out = []
     S = model.config.max_source
     for body in articles:
-        prior = None if selector is None else token_prior(body, selector.scores(body)[1], S)
-        ids = write_headline(model, tok, body, prior=prior, **kw)
+        prior = lead = None
+        if selector is not None:
+            words, p = selector.scores(body)
+            prior = token_prior(body, p, S)
+            if name_first:
+                source = tok.encode_source(body, S)
+                read = set(tok.words(source.ext, source.oovs))          # the lead words the model reads
+                kept = [k for k, w in enumerate(words) if w.lower() in read]
+                lead = name_word([words[k] for k in kept], [p[k] for k in kept])
+        ids = write_headline(model, tok, body, prior=prior, lead_word=lead, **kw)
         out.append(tok.detokenize(tok.words(ids, tok.encode_source(body, S).oovs), body))
     return out
 
