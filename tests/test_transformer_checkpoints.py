@@ -48,9 +48,9 @@ def test_committed_checkpoint_has_the_committed_hash(name):
 def test_a_wrong_hash_is_refused_with_a_clear_error(name, tmp_path):
     path = tmp_path / f"{name}.pt"
     shutil.copy(_shipped(name), path)
-    command = {"shakespeare_char": "make char", "dates_transformer": "make dates"}[name]
-    with pytest.raises(ValueError, match=f"expected 0{{64}}.*Rebuild it with `make checkpoints-transformer` "
-                                         rf"\(python -m seqviz.transformer {command}\)"):
+    target = pretrained._TARGET[name]
+    with pytest.raises(ValueError, match=f"expected 0{{64}}.*Rebuild it with `make {target}` "
+                                         rf"\(python -m seqviz.transformer make {pretrained._MAKE[name]}\)"):
         load_checkpoint(name, path, sha256="0" * 64)
     data = bytearray(path.read_bytes())
     data[-100] ^= 1                                                               # one flipped bit
@@ -59,9 +59,11 @@ def test_a_wrong_hash_is_refused_with_a_clear_error(name, tmp_path):
         load_checkpoint(name, path)                                                # the committed hash
 
 
-@pytest.mark.parametrize("name, command", [("shakespeare_char", "make char"), ("dates_transformer", "make dates")])
-def test_an_absent_checkpoint_names_the_command_that_builds_it(name, command, tmp_path):
-    with pytest.raises(FileNotFoundError, match=rf"`make checkpoints-transformer` \(python -m seqviz.transformer "
+@pytest.mark.parametrize("name, target, command", [("shakespeare_char", "checkpoints-transformer", "make char"),
+                                                  ("dates_transformer", "checkpoints-transformer", "make dates"),
+                                                  ("translator_de_en", "translator", "make translator")])
+def test_an_absent_checkpoint_names_the_command_that_builds_it(name, target, command, tmp_path):
+    with pytest.raises(FileNotFoundError, match=rf"`make {target}` \(python -m seqviz.transformer "
                                                 rf"{command}\)"):
         load_checkpoint(name, tmp_path / "absent.pt")
 

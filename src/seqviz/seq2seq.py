@@ -372,24 +372,28 @@ def ids_to_text(ids: Sequence[int], vocab) -> str:
 
 
 @torch.no_grad()
-def translate(model: Seq2Seq, task, beam_size: int = 1, *, n: int | None = None,
+def translate(model, task, beam_size: int = 1, *, n: int | None = None,
               max_new_tokens: int | None = None, length_penalty: float = 1.0) -> list[str]:
-    """Decode the first ``n`` held-out sources of a ``PairTask`` (all by default) as text (``ids_to_text``): batched
+    """Decode the first ``n`` held-out sources of a ``PairTask`` (all by default) with a ``Seq2Seq`` or an
+    ``EncoderDecoderTransformer`` as text (``ids_to_text``): batched
     greedy for ``beam_size=1``, else ``seqviz.decode.beam_search`` per sentence with the beam scored as one batch.
 
     One length cap per sentence for both: ``max_new_tokens`` output pieces, by default twice the sentence's own
     source length plus 10 (so a model that never says </s> stops, and greedy and beam search are compared under the
-    same caps). Decoding runs in eval mode and leaves the model in the mode it was in.
+    same caps), and never more than a transformer's ``config.max_len``. Decoding runs in eval mode and leaves the model in the mode it was in.
     """
     src = task.test_src[:n]
-    caps = [max_new_tokens or 2 * len(s) + 10 for s in src]
+    limit = getattr(getattr(model, "config", None), "max_len", None)   # a transformer's target position table
+    caps = [max_new_tokens or min(2 * len(s) + 10, limit or 2 * len(s) + 10) for s in src]
     device = next(model.parameters()).device
     bos, eos = task.tgt_vocab.bos_id, task.tgt_vocab.eos_id
     outs: list[list[int]] = []
     if beam_size == 1:
         for i in range(0, len(src), 256):
             x, mask = pad_batch(src[i:i + 256], task.src_vocab.pad_id)             # (B, S) x2
-            outs.extend(model.greedy(x.to(device), mask.to(device), max_new_tokens=caps[i:i + 256]))
+            chunk = caps[i:i + 256]       # one batch to the longest cap, each row cut at its own (greedy rows
+            rows = model.greedy(x.to(device), mask.to(device), max_new_tokens=max(chunk))  # are independent)
+            outs.extend(row[:cap] for row, cap in zip(rows, chunk))
     else:
         for s, cap in zip(src, caps):
             best, _ = beam_search(model.bind(torch.tensor([s])), [bos], beam_size, cap, stop_id=eos,

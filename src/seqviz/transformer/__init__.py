@@ -11,6 +11,8 @@
 - `loss`    the output layer and the cross-entropy in chunks (``linear_cross_entropy``, ``TransformerLM.loss``)
 - `pretrained` the chapter's recipes and shipped checkpoints (``load_char_lm``, ``load_dates``; ``python -m
             seqviz.transformer make char|dates`` rebuilds them)
+- `translator` a German -> English transformer on more data than chapter 5's (``make translator``; an experiment,
+            not shipped: bench/README.md)
 
 Everything public is importable from ``seqviz.transformer`` directly. The LM windows and BERT's corruption live in
 ``seqviz.data`` (``random_windows``, ``mask_tokens``, ``masked_windows``); chapter 7 imports them from here too.
@@ -26,6 +28,7 @@ from .lm import DecodeState, TransformerConfig, TransformerLM, sliding_loss, win
 from .loss import linear_cross_entropy
 from .pretrained import (CHAPTER_CHAR, SHIPPED_CHAR, SHIPPED_DATES, CharLMRecipe, DatesRecipe, load_char_lm,
                          load_dates, train_char_lm, train_dates)
+from .translator import SHIPPED_TRANSLATOR, TranslationRecipe, Translator, load_translator
 
 __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", "AttnOut", "FeedForward",
            "TransformerBlock", "BlockCache", "BlockOut", "LearnedPositions", "SinusoidalPositions",
@@ -34,4 +37,4 @@ __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", 
            "BertConfig", "BertEncoder", "BertOut", "load_minilm", "minilm_path",
            "mask_tokens", "masked_windows", "random_windows", "linear_cross_entropy", "CharLMRecipe", "DatesRecipe",
            "CHAPTER_CHAR", "SHIPPED_CHAR", "SHIPPED_DATES", "train_char_lm", "train_dates", "load_char_lm",
-           "load_dates"]
+           "load_dates", "SHIPPED_TRANSLATOR", "TranslationRecipe", "Translator", "load_translator"]

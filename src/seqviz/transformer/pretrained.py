@@ -40,7 +40,10 @@ SHA256 = {
     "dates_transformer": "ef989244c1de50d53af5c352d8de14f9a72a6b8bc1201912c242d875a0d02b5c",
 }
 #: the ``python -m seqviz.transformer make NAME`` that rebuilds each checkpoint
-_MAKE = {"shakespeare_char": "char", "dates_transformer": "dates"}
+_MAKE = {"shakespeare_char": "char", "dates_transformer": "dates", "translator_de_en": "translator"}
+#: the make target that runs it
+_TARGET = {"shakespeare_char": "checkpoints-transformer", "dates_transformer": "checkpoints-transformer",
+           "translator_de_en": "translator"}
 #: the slice of a checkpoint's evaluation data on which its loss is recorded at build time (tests recompute it)
 SLICE = 20_000
 
@@ -243,7 +246,7 @@ def load_checkpoint(name: str, path: str | Path | None = None, sha256: str | Non
     """(model in eval mode, float32, on the CPU; vocab; info) from ``checkpoints/NAME.pt``, after checking its SHA-256
     (``sha256="committed"``: the one in :data:`SHA256`; None: no check), read with ``weights_only=True``."""
     path = Path(path) if path is not None else CHECKPOINTS / f"{name}.pt"
-    make = (f"`make checkpoints-transformer` (python -m seqviz.transformer make {_MAKE[name]})" if name in _MAKE
+    make = (f"`make {_TARGET[name]}` (python -m seqviz.transformer make {_MAKE[name]})" if name in _MAKE
             else "the recipe that wrote it (seqviz.transformer.pretrained.save_checkpoint)")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}: build it with {make}")

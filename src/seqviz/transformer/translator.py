@@ -1,0 +1,393 @@
+"""A German -> English encoder-decoder transformer trained on more than chapter 5's 9,785 example sentences: the
+recipe, the data it reads and a loaded model's ``translate``. **Not shipped**: the recorded run (bench/README.md,
+"A translator on more data") did not reach chapter 5's GRU with attention (BLEU 2.6 against 3.6 on the same test
+pairs): after 5,496 steps it writes fluent English that ignores most of the source. It is here so the next attempt
+starts from a tested pipeline, not from nothing.
+
+What it reads in training (``translation_data``), all installed from Debian, never committed:
+
+- trans-de-en's example sentences (the training split, up to 25 words a side), repeated ``sentence_repeats`` times;
+- the same dictionary's word and phrase pairs (``seqviz.data.parallel.dictionary_phrase_pairs``), without any line
+  that holds a validation or test sentence;
+- Debian's translated package descriptions (``seqviz.data.parallel.load_ddtp_de_en``, ``make ddtp``).
+
+It is scored on trans-de-en's test pairs of at most ``max_words`` words a side (591 pairs; chapter 5's split).
+``make translator`` builds it in two stages (``python -m seqviz.transformer make translator-base``, then ``make
+translator``: :data:`SHIPPED_FINETUNE` on the example sentences alone); :func:`load_translator` checks the file's
+SHA-256 (there is no committed one: pass ``sha256=``) before reading it with ``weights_only=True``.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from seqviz._checks import IGNORE_INDEX
+
+from .encdec import EncoderDecoderConfig, EncoderDecoderTransformer
+from .pretrained import _fit, _round_trip, load_checkpoint, save_checkpoint
+
+__all__ = ["TranslationRecipe", "SHIPPED_TRANSLATOR", "FinetuneRecipe", "SHIPPED_FINETUNE", "Translator",
+           "translation_data", "train_translator", "finetune_translator", "build_translator", "build_finetuned",
+           "load_translator"]
+
+NAME = "translator_de_en"
+
+
+@dataclass(frozen=True)
+class TranslationRecipe:
+    """An encoder-decoder transformer on trans-de-en's sentences, its phrase pairs and DDTP (see the module)."""
+
+    num_layers: int = 3          # blocks on each side
+    d_model: int = 256
+    num_heads: int = 4
+    d_ff: int = 1024
+    dropout: float = 0.1
+    merges: int = 5000           # BPE merges per language, learned on the training side
+    max_tokens: int = 48         # training pairs longer than this (pieces, either side) are dropped
+    max_len: int = 128           # rows of each position table
+    sentence_repeats: int = 3    # the example sentences are the register of the test split: seen 3 times an epoch
+    phrases: bool = True
+    phrase_min_words: int = 3    # English words a phrase pair needs (2-word pairs are mostly technical compounds)
+    ddtp: bool = True
+    epochs: int = 3
+    batch_size: int = 96
+    lr: float = 1e-3
+    warmup: int = 800
+    final: float = 0.02
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    clip: float = 1.0
+    betas: tuple = (0.9, 0.98)
+    max_words: int = 10          # the scored split: test pairs of at most this many words a side (chapter 5's)
+    init_std: float = 0.02       # std of the initial weights (EncoderDecoderConfig's default)
+    seed: int = 0
+
+    def model_config(self, src_vocab, tgt_vocab) -> EncoderDecoderConfig:
+        return EncoderDecoderConfig(len(src_vocab), len(tgt_vocab), bos_id=tgt_vocab.bos_id, pad_id=tgt_vocab.pad_id,
+                                    eos_id=tgt_vocab.eos_id, max_len=self.max_len, d_model=self.d_model,
+                                    num_heads=self.num_heads, num_layers=self.num_layers, d_ff=self.d_ff,
+                                    dropout=self.dropout, init_std=self.init_std)
+
+
+#: stage 1 (``make translator`` writes it to ``_build/checkpoints/``)
+SHIPPED_TRANSLATOR = TranslationRecipe()
+
+
+@dataclass(frozen=True)
+class FinetuneRecipe:
+    """Stage 2: from stage 1's weights, the example sentences alone (the register of the test split), a small
+    learning rate; the pass with the lowest validation loss is kept (domain adaptation: most of stage 1's pairs are
+    dictionary phrases and software descriptions)."""
+
+    epochs: int = 6
+    batch_size: int = 64
+    lr: float = 2e-4
+    warmup: int = 50
+    final: float = 0.1
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    clip: float = 1.0
+    betas: tuple = (0.9, 0.98)
+    seed: int = 0
+
+
+#: stage 2, written to ``checkpoints/translator_de_en.pt`` (not committed: see the module's docstring)
+SHIPPED_FINETUNE = FinetuneRecipe()
+
+
+def translation_data(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, corpus=None):
+    """(PairTask, {"src": BPE, "tgt": BPE}, counts): training pairs as the module says, validation = trans-de-en's
+    validation pairs of at most ``max_words`` words, test = its test pairs of at most ``max_words`` words."""
+    from seqviz.data import load_corpus, pair_task
+    from seqviz.data.bpe import BPE
+    from seqviz.data.corpora import _data_root, TRANS_DE_EN_FILE, _TRANS_DE_EN_SYSTEM
+    from seqviz.data.parallel import dictionary_phrase_pairs, held_out_sources, load_ddtp_de_en
+
+    corpus = load_corpus("trans_de_en") if corpus is None else corpus
+    counts = {"sentences": len(corpus.train)}
+    train = list(corpus.train) * recipe.sentence_repeats
+    if recipe.phrases:
+        path = next(p for p in (_data_root() / TRANS_DE_EN_FILE, _TRANS_DE_EN_SYSTEM) if p.is_file())
+        with open(path, encoding="utf-8", errors="replace") as f:
+            phrases = dictionary_phrase_pairs(f, held_out_sources(corpus), min_words=recipe.phrase_min_words)
+        held = held_out_sources(corpus)
+        phrases = [p for p in phrases if p.source not in held]
+        counts["phrases"] = len(phrases)
+        train += phrases
+    if recipe.ddtp:
+        ddtp = list(load_ddtp_de_en())
+        counts["ddtp"] = len(ddtp)
+        train += ddtp
+    bpe = {"src": BPE.learn((p.source for p in train), recipe.merges),
+           "tgt": BPE.learn((p.target for p in train), recipe.merges)}
+
+    def short(pairs):
+        return [p for p in pairs if len(p.source.split()) <= recipe.max_words
+                and len(p.target.split()) <= recipe.max_words]
+
+    def enc(pairs, drop_long: bool):
+        out = [(bpe["src"].encode(p.source), bpe["tgt"].encode(p.target)) for p in pairs]
+        return [(s, t) for s, t in out
+                if not drop_long or (len(s) <= recipe.max_tokens and len(t) <= recipe.max_tokens)]
+
+    test = short(corpus.test)
+    task = pair_task(enc(train, True), enc(short(corpus.valid), False), enc(test, False), recipe.batch_size,
+                     seed=recipe.seed, test_text=[(p.source, p.target) for p in test])
+    counts["train_pairs"] = len(task.train.sources)
+    counts["test_pairs"] = len(test)
+    return task, bpe, counts
+
+
+def _valid_loss(model, task) -> float:
+    return _batches_loss(model, task.valid)
+
+
+def _batches_loss(model, batches) -> float:
+    """Mean teacher-forced loss per target piece over ``batches`` (no label smoothing)."""
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for b in batches:
+            logits = model(b.x, b.y, mask=b.mask)[0]
+            total += float(F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
+                                           reduction="sum"))
+            n += int((b.y != IGNORE_INDEX).sum())
+    return total / n
+
+
+def train_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, data=None, progress: bool = True):
+    """Train ``recipe``; returns (model in eval mode, task, bpe, info). ``info["epochs"]`` holds each epoch's
+    validation loss (nats per target piece) and the CPU seconds so far."""
+    import time
+
+    from seqviz import evaluating
+
+    task, bpe, counts = translation_data(recipe) if data is None else data
+    torch.manual_seed(recipe.seed)
+    model = EncoderDecoderTransformer(recipe.model_config(task.src_vocab, task.tgt_vocab))
+    curve, t0 = [], time.process_time()
+
+    def batches():
+        for epoch in range(recipe.epochs):
+            task.train.set_epoch(epoch)
+            yield from task.train
+            with evaluating(model):
+                curve.append({"epoch": epoch + 1, "valid_loss": round(_valid_loss(model, task), 4),
+                              "cpu_seconds": round(time.process_time() - t0, 1)})
+            if progress:
+                print(f"epoch {epoch + 1}: valid loss {curve[-1]['valid_loss']:.4f} "
+                      f"({curve[-1]['cpu_seconds'] / 60:.1f} CPU min)", flush=True)
+
+    def loss_fn(b):
+        logits = model(b.x, b.y, mask=b.mask)[0]
+        return F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
+                               label_smoothing=recipe.label_smoothing)
+
+    steps = recipe.epochs * len(task.train)
+    info = _fit(model, batches(), steps, recipe, loss_fn, progress)
+    info.update(recipe=asdict(recipe), epochs=curve, data=counts)
+    return model, task, bpe, info
+
+
+@dataclass
+class Translator:
+    """A loaded translator: the model, the BPE of each side and the vocabularies; ``translate(sentences)``."""
+
+    model: EncoderDecoderTransformer
+    bpe: dict
+    src_vocab: object
+    tgt_vocab: object
+    info: dict
+
+    def task(self, pairs):
+        """A PairTask-like object whose held-out sources are ``pairs``' German sides (for ``seq2seq.translate``)."""
+        from types import SimpleNamespace
+
+        src = [self.src_vocab.encode(self.bpe["src"].encode(p.source)) for p in pairs]
+        return SimpleNamespace(test_src=src, src_vocab=self.src_vocab, tgt_vocab=self.tgt_vocab)
+
+    def held_out(self, split: str = "test", corpus=None) -> list:
+        """trans-de-en's ``split`` ("valid" or "test") pairs of at most the recipe's ``max_words`` words a side: the
+        pairs the build scored (test: chapter 5's 591)."""
+        from seqviz.data import load_corpus
+
+        if split not in ("valid", "test"):
+            raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+        corpus = load_corpus("trans_de_en") if corpus is None else corpus
+        m = self.info["recipe"]["max_words"]
+        return [p for p in getattr(corpus, split) if len(p.source.split()) <= m and len(p.target.split()) <= m]
+
+    def slice_loss(self, corpus=None) -> float:
+        """The teacher-forced loss (nats per target piece, no label smoothing) on the first validation batch, the
+        slice whose loss the build recorded (``info["slice_loss"]``)."""
+        from seqviz.data import pad_batch
+
+        pairs = self.held_out("valid", corpus)[:4 * self.info["recipe"]["batch_size"]]
+        src = [self.src_vocab.encode(self.bpe["src"].encode(p.source)) for p in pairs]
+        tgt = [self.tgt_vocab.encode(self.bpe["tgt"].encode(p.target)) + [self.tgt_vocab.eos_id] for p in pairs]
+        x, mask = pad_batch(src, self.src_vocab.pad_id)                              # (B, S) x2
+        y, _ = pad_batch(tgt, IGNORE_INDEX)                                          # (B, T)
+        from seqviz import evaluating
+
+        with evaluating(self.model), torch.no_grad():
+            logits = self.model(x, y, mask=mask)[0]
+        return float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX))
+
+    def translate(self, sentences, beam_size: int = 5, length_penalty: float = 1.0) -> list[str]:
+        """English for each German sentence (a str or a list of them); greedy for ``beam_size=1``."""
+        from seqviz.data import SentencePair
+        from seqviz.seq2seq import translate
+
+        one = isinstance(sentences, str)
+        sentences = [sentences] if one else list(sentences)
+        for s in sentences:
+            if not isinstance(s, str) or not s.strip():
+                raise ValueError(f"each sentence must be non-empty text, got {s!r}")
+            n, most = len(self.bpe["src"].encode(s)), (self.model.config.max_len - 10) // 2
+            if n > most:     # translate's output cap is 2 n + 10 pieces, which the position table must hold
+                raise ValueError(f"{s[:40]!r}... is {n} BPE pieces; this translator reads at most {most}: split it "
+                                 f"into shorter sentences")
+        out = translate(self.model, self.task([SentencePair(s, "") for s in sentences]), beam_size,
+                        length_penalty=length_penalty)
+        return out[0] if one else out
+
+
+def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINETUNE, corpus=None,
+                        progress: bool = True) -> dict:
+    """Stage 2 (:class:`FinetuneRecipe`) on ``tr`` in place: the training split's example sentences through the
+    translator's own BPE and vocabularies; keeps the pass with the lowest validation loss (all of trans-de-en's
+    validation pairs of at most ``max_words`` words). Returns the record (each pass's validation loss, the best, CPU
+    seconds)."""
+    import copy
+    import time
+
+    from seqviz import evaluating
+    from seqviz.data import PairBatches, load_corpus
+
+    from .pretrained import _adamw, _rate
+
+    corpus = load_corpus("trans_de_en") if corpus is None else corpus
+    limit = tr.info["recipe"]["max_tokens"]
+
+    def ids(pairs, drop_long):
+        out = [(tr.src_vocab.encode(tr.bpe["src"].encode(p.source)),
+                tr.tgt_vocab.encode(tr.bpe["tgt"].encode(p.target)) + [tr.tgt_vocab.eos_id]) for p in pairs]
+        out = [(a, b) for a, b in out if not drop_long or (len(a) <= limit and len(b) - 1 <= limit)]
+        return [a for a, _ in out], [b for _, b in out]
+
+    train = PairBatches(*ids(corpus.train, True), recipe.batch_size, tr.src_vocab.pad_id, shuffle=True,
+                        seed=recipe.seed, bucket=True)
+    valid = PairBatches(*ids(tr.held_out("valid", corpus), False), 256, tr.src_vocab.pad_id)
+    model = tr.model
+    torch.manual_seed(recipe.seed)
+    opt = _adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
+    steps, step, t0 = recipe.epochs * len(train), 0, time.process_time()
+    with evaluating(model):
+        start = _batches_loss(model, valid)
+    best, best_state, curve = start, copy.deepcopy(model.state_dict()), []
+    model.train()
+    for epoch in range(recipe.epochs):
+        train.set_epoch(epoch)
+        for b in train:
+            for group in opt.param_groups:
+                group["lr"] = _rate(step, steps, recipe.lr, recipe.warmup, recipe.final)
+            logits = model(b.x, b.y, mask=b.mask)[0]
+            loss = F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
+                                   label_smoothing=recipe.label_smoothing)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+            opt.step()
+            step += 1
+        with evaluating(model):
+            v = _batches_loss(model, valid)
+        curve.append({"epoch": epoch + 1, "valid_loss": round(v, 4), "cpu_seconds": round(time.process_time() - t0, 1)})
+        if progress:
+            print(f"fine-tuning pass {epoch + 1}: valid loss {v:.4f}", flush=True)
+        if v < best:
+            best, best_state = v, copy.deepcopy(model.state_dict())
+    model.load_state_dict(best_state)
+    model.eval()
+    kept = min(curve, key=lambda e: e["valid_loss"])["epoch"] if best < start else 0
+    return {"recipe": asdict(recipe), "epochs": curve, "best_epoch": kept, "valid_loss_before": round(start, 4),
+            "sentences": len(train.sources), "steps": steps, "cpu_seconds": round(time.process_time() - t0, 1)}
+
+
+def _vocab_record(task, bpe) -> dict:
+    return {"src": list(task.src_vocab.itos), "tgt": list(task.tgt_vocab.itos),
+            "src_merges": [list(m) for m in bpe["src"].merges], "tgt_merges": [list(m) for m in bpe["tgt"].merges]}
+
+
+def load_translator(path: str | Path | None = None, sha256: str | None = "committed") -> Translator:
+    """A translator checkpoint (SHA-256 checked, ``weights_only=True``), ready to ``translate``. No translator is
+    committed: give ``path`` and ``sha256`` (the one ``make translator`` printed), or ``sha256=None``."""
+    from seqviz.data import Vocab
+    from seqviz.data.bpe import BPE
+
+    model, vocab, info = load_checkpoint(NAME, path, sha256)
+    src, tgt = Vocab(vocab["src"]), Vocab(vocab["tgt"])
+    bpe = {"src": BPE(map(tuple, vocab["src_merges"])), "tgt": BPE(map(tuple, vocab["tgt_merges"]))}
+    return Translator(model, bpe, src, tgt, info)
+
+
+BASE_PATH = Path("_build") / "checkpoints" / f"{NAME}_base.pt"
+
+
+def build_finetuned(base: str | Path = BASE_PATH, recipe: FinetuneRecipe = SHIPPED_FINETUNE, progress: bool = True,
+                    path: str | Path | None = None) -> tuple[str, dict]:
+    """Stage 2 from stage 1's file ``base`` (as written by :func:`build_translator`, float16): fine-tune, measure as
+    stage 1 does, write the shipped checkpoint; returns (SHA-256, info). ``info`` keeps stage 1's record, its BLEU
+    as ``base_bleu_*``, and stage 2's under ``finetune``."""
+    from seqviz.metrics import bleu
+    from seqviz.seq2seq import translate
+
+    if not Path(base).is_file():
+        raise FileNotFoundError(f"no stage-1 translator at {base}: run `python -m seqviz.transformer make "
+                                f"translator-base` first (`make translator` runs both stages)")
+    tr = load_translator(base, sha256=None)
+    info = dict(tr.info)
+    info["base_valid_loss"], info["base_bleu_greedy"], info["base_bleu_beam5"] = (
+        info.pop("valid_loss"), info.pop("bleu_greedy"), info.pop("bleu_beam5"))
+    info["finetune"] = finetune_translator(tr, recipe, progress=progress)
+    vocab = {"src": list(tr.src_vocab.itos), "tgt": list(tr.tgt_vocab.itos),
+             "src_merges": [list(m) for m in tr.bpe["src"].merges], "tgt_merges": [list(m) for m in tr.bpe["tgt"].merges]}
+    loaded = Translator(_round_trip(tr.model, NAME, vocab, info), tr.bpe, tr.src_vocab, tr.tgt_vocab, info)
+    test = loaded.held_out("test")
+    task, refs = loaded.task(test), [p.target for p in test]
+    from seqviz.data import PairBatches
+
+    valid = loaded.held_out("valid")
+    vb = PairBatches([loaded.src_vocab.encode(loaded.bpe["src"].encode(p.source)) for p in valid],
+                     [loaded.tgt_vocab.encode(loaded.bpe["tgt"].encode(p.target)) + [loaded.tgt_vocab.eos_id]
+                      for p in valid], 256, loaded.src_vocab.pad_id)
+    info["valid_loss"] = round(_batches_loss(loaded.model, vb), 4)
+    info["bleu_greedy"] = round(bleu(translate(loaded.model, task, 1), refs), 2)
+    info["bleu_beam5"] = round(bleu(translate(loaded.model, task, 5), refs), 2)
+    info["slice_loss"] = loaded.slice_loss()
+    return save_checkpoint(tr.model, NAME, vocab, info, path), info
+
+
+def build_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, progress: bool = True,
+                     path: str | Path | None = None) -> tuple[str, dict]:
+    """Train, measure (validation loss, BLEU greedy and beam 5 on the test split, as loaded from float16) and write
+    the checkpoint; returns (SHA-256, info)."""
+    from seqviz.metrics import bleu
+    from seqviz.seq2seq import translate
+
+    random.seed(recipe.seed)
+    model, task, bpe, info = train_translator(recipe, progress=progress)
+    vocab = _vocab_record(task, bpe)
+    loaded = _round_trip(model, NAME, vocab, info)
+    refs = [t for _, t in task.test_text]
+    info["valid_loss"] = round(_valid_loss(loaded, task), 4)
+    info["bleu_greedy"] = round(bleu(translate(loaded, task, 1), refs), 2)
+    info["bleu_beam5"] = round(bleu(translate(loaded, task, 5), refs), 2)
+    b = next(iter(task.valid))
+    with torch.no_grad():
+        info["slice_loss"] = float(F.cross_entropy(loaded(b.x, b.y, mask=b.mask)[0].flatten(0, 1), b.y.flatten(),
+                                                   ignore_index=IGNORE_INDEX))
+    info["slice"] = "the first validation batch, teacher-forced loss (no label smoothing)"
+    return save_checkpoint(model, NAME, vocab, info, path), info
