@@ -220,21 +220,26 @@ class Translator:
         m = self.info["recipe"]["max_words"]
         return [p for p in getattr(corpus, split) if len(p.source.split()) <= m and len(p.target.split()) <= m]
 
+    def batches(self, pairs, batch_size: int, *, shuffle: bool = False, seed: int = 0, max_tokens: int | None = None):
+        """``pairs`` as ``PairBatches`` through this translator's BPE and vocabularies (targets end in </s>); with
+        ``max_tokens``, pairs longer than that (pieces, either side, </s> aside) are dropped, as in training."""
+        from seqviz.data import PairBatches
+
+        enc = [(self.src_vocab.encode(self.bpe["src"].encode(p.source)),
+                self.tgt_vocab.encode(self.bpe["tgt"].encode(p.target)) + [self.tgt_vocab.eos_id]) for p in pairs]
+        if max_tokens is not None:
+            enc = [(a, b) for a, b in enc if len(a) <= max_tokens and len(b) - 1 <= max_tokens]
+        return PairBatches([a for a, _ in enc], [b for _, b in enc], batch_size, self.src_vocab.pad_id,
+                           shuffle=shuffle, seed=seed, bucket=shuffle)
+
     def slice_loss(self, corpus=None) -> float:
         """The teacher-forced loss (nats per target piece, no label smoothing) on the first validation batch, the
         slice whose loss the build recorded (``info["slice_loss"]``)."""
-        from seqviz.data import pad_batch
-
-        pairs = self.held_out("valid", corpus)[:4 * self.info["recipe"]["batch_size"]]
-        src = [self.src_vocab.encode(self.bpe["src"].encode(p.source)) for p in pairs]
-        tgt = [self.tgt_vocab.encode(self.bpe["tgt"].encode(p.target)) + [self.tgt_vocab.eos_id] for p in pairs]
-        x, mask = pad_batch(src, self.src_vocab.pad_id)                              # (B, S) x2
-        y, _ = pad_batch(tgt, IGNORE_INDEX)                                          # (B, T)
         from seqviz import evaluating
 
-        with evaluating(self.model), torch.no_grad():
-            logits = self.model(x, y, mask=mask)[0]
-        return float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX))
+        b = next(iter(self.batches(self.held_out("valid", corpus), 4 * self.info["recipe"]["batch_size"])))
+        with evaluating(self.model):
+            return _batches_loss(self.model, [b])
 
     def translate(self, sentences, beam_size: int = 5, length_penalty: float = 1.0) -> list[str]:
         """English for each German sentence (a str or a list of them); greedy for ``beam_size=1``."""
@@ -265,22 +270,14 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
     import time
 
     from seqviz import evaluating
-    from seqviz.data import PairBatches, load_corpus
+    from seqviz.data import load_corpus
 
     from .pretrained import _adamw, _rate
 
     corpus = load_corpus("trans_de_en") if corpus is None else corpus
-    limit = tr.info["recipe"]["max_tokens"]
-
-    def ids(pairs, drop_long):
-        out = [(tr.src_vocab.encode(tr.bpe["src"].encode(p.source)),
-                tr.tgt_vocab.encode(tr.bpe["tgt"].encode(p.target)) + [tr.tgt_vocab.eos_id]) for p in pairs]
-        out = [(a, b) for a, b in out if not drop_long or (len(a) <= limit and len(b) - 1 <= limit)]
-        return [a for a, _ in out], [b for _, b in out]
-
-    train = PairBatches(*ids(corpus.train, True), recipe.batch_size, tr.src_vocab.pad_id, shuffle=True,
-                        seed=recipe.seed, bucket=True)
-    valid = PairBatches(*ids(tr.held_out("valid", corpus), False), 256, tr.src_vocab.pad_id)
+    train = tr.batches(corpus.train, recipe.batch_size, shuffle=True, seed=recipe.seed,
+                       max_tokens=tr.info["recipe"]["max_tokens"])
+    valid = tr.batches(tr.held_out("valid", corpus), 256)
     model = tr.model
     torch.manual_seed(recipe.seed)
     opt = _adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
@@ -317,6 +314,7 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
 
 
 def _vocab_record(task, bpe) -> dict:
+    """The lists a checkpoint stores: ``task`` is a PairTask or a Translator (both have the two vocabularies)."""
     return {"src": list(task.src_vocab.itos), "tgt": list(task.tgt_vocab.itos),
             "src_merges": [list(m) for m in bpe["src"].merges], "tgt_merges": [list(m) for m in bpe["tgt"].merges]}
 
@@ -352,18 +350,11 @@ def build_finetuned(base: str | Path = BASE_PATH, recipe: FinetuneRecipe = SHIPP
     info["base_valid_loss"], info["base_bleu_greedy"], info["base_bleu_beam5"] = (
         info.pop("valid_loss"), info.pop("bleu_greedy"), info.pop("bleu_beam5"))
     info["finetune"] = finetune_translator(tr, recipe, progress=progress)
-    vocab = {"src": list(tr.src_vocab.itos), "tgt": list(tr.tgt_vocab.itos),
-             "src_merges": [list(m) for m in tr.bpe["src"].merges], "tgt_merges": [list(m) for m in tr.bpe["tgt"].merges]}
+    vocab = _vocab_record(tr, tr.bpe)
     loaded = Translator(_round_trip(tr.model, NAME, vocab, info), tr.bpe, tr.src_vocab, tr.tgt_vocab, info)
     test = loaded.held_out("test")
     task, refs = loaded.task(test), [p.target for p in test]
-    from seqviz.data import PairBatches
-
-    valid = loaded.held_out("valid")
-    vb = PairBatches([loaded.src_vocab.encode(loaded.bpe["src"].encode(p.source)) for p in valid],
-                     [loaded.tgt_vocab.encode(loaded.bpe["tgt"].encode(p.target)) + [loaded.tgt_vocab.eos_id]
-                      for p in valid], 256, loaded.src_vocab.pad_id)
-    info["valid_loss"] = round(_batches_loss(loaded.model, vb), 4)
+    info["valid_loss"] = round(_batches_loss(loaded.model, loaded.batches(loaded.held_out("valid"), 256)), 4)
     info["bleu_greedy"] = round(bleu(translate(loaded.model, task, 1), refs), 2)
     info["bleu_beam5"] = round(bleu(translate(loaded.model, task, 5), refs), 2)
     info["slice_loss"] = loaded.slice_loss()
