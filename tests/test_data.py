@@ -5,6 +5,8 @@ import hashlib
 import http.server
 import re
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -342,6 +344,16 @@ def test_set_seed_repeats_torch_and_numpy():
         seqviz.set_seed(-1)
     with pytest.raises(ValueError, match="non-negative int"):
         seqviz.set_seed(1.5)
+
+
+def test_set_seed_asks_for_deterministic_kernels_without_loading_the_compiler():
+    # what torch.use_deterministic_algorithms(True, warn_only=True) sets, in a fresh interpreter: the flag and its
+    # warn-only mode, and (it costs ~1.5 s in every kernel) no import of torch.compile's compiler
+    code = ("import sys, torch, seqviz; seqviz.set_seed(0); "
+            "print(torch.are_deterministic_algorithms_enabled(), "
+            "torch.is_deterministic_algorithms_warn_only_enabled(), 'torch._inductor' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "False"], out
 
 
 def test_configure_threads(monkeypatch):

@@ -14,7 +14,7 @@ from seqviz.data import Batch, StreamBatcher, pad_batch
 from seqviz.lstm import (GATES, GRU, LSTM, TORCH_LSTM_GATE_ORDER, GRUCell, GRULM, GRUTrace, LSTMCell, LSTMClassifier,
                          LSTMLM, LSTMLMConfig, LSTMTrace, most_correlated_units, play_indicators,
                          state_grad_norms)
-from seqviz.rnn import ElmanCell, RNNClassifierConfig
+from seqviz.rnn import ElmanCell, ElmanRNN, RNNClassifierConfig
 from seqviz.train import lm_step
 
 TOL = 1e-5
@@ -639,3 +639,31 @@ def test_state_grad_norms_of_the_whole_state_include_the_cell():
     assert torch.allclose(state_grad_norms(gru, x, loss, wrt="state"), state_grad_norms(gru, x, loss))
     with pytest.raises(ValueError, match="wrt must be"):
         state_grad_norms(cell, x, loss, wrt="c")
+
+
+@pytest.mark.parametrize("make", [lambda: LSTM(5, 4, 2, bidirectional=True, impl="fused"),
+                                  lambda: GRU(5, 4, 2, impl="fused"),
+                                  lambda: ElmanRNN(5, 4, 2, impl="fused")])
+def test_fused_weights_are_stacked_once_without_gradients_and_follow_every_update(make):
+    # decoding steps one token at a time with no gradients: the layer stacks its gate blocks into torch's tensors
+    # once and reuses them, and any in-place change of a parameter (an optimizer step, copy_) is seen at once
+    torch.manual_seed(0)
+    layer = make()
+    x = torch.randn(2, 3, 5)
+    with torch.no_grad():
+        a, _ = layer(x)
+        stacked = {k: v[1] for k, v in layer._fused_cache.items()}
+        b, _ = layer(x)
+        assert torch.equal(a, b) and all(layer._fused_cache[k][1] is v for k, v in stacked.items())   # reused
+        next(layer.cell(0).parameters()).add_(0.5)                                # in place: a new version
+        c, _ = layer(x)
+    with_grad, _ = layer(x)                       # the uncached path (torch's GRU kernel differs in the last bit)
+    assert not torch.equal(a, c)
+    torch.testing.assert_close(c, with_grad.detach(), rtol=0, atol=1e-6)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.5)
+    with_grad.pow(2).sum().backward()
+    opt.step()
+    with torch.no_grad():
+        d, _ = layer(x)
+    assert not torch.equal(c, d)
+    torch.testing.assert_close(d, layer(x)[0].detach(), rtol=0, atol=1e-6)

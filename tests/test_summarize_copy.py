@@ -14,7 +14,7 @@ from seqviz.summarize.baselines import (best_window_oracle, compression_oracle, 
 from seqviz.summarize.compress import keep_drop_labels, select_words
 from seqviz.summarize.pointer import CopyHead, CopyOut, copy_distribution, copy_target_logprob
 from seqviz.summarize.copy_models import CopyConfig, build_copy_model
-from seqviz.summarize.headlines import HeadlineRules, swap_test, write_headline
+from seqviz.summarize.headlines import CopyBinding, HeadlineRules, swap_test, write_headline
 from seqviz.summarize.words import WordTokenizer
 
 
@@ -85,6 +85,32 @@ def test_a_name_absent_from_training_is_copied():
     assert tok.detokenize(tok.words(ids, src.oovs), "Schwarzenegger sat on the mat").startswith("Schwarzenegger")
 
 
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_a_decoding_step_equals_the_last_row_of_the_full_distribution(arch):
+    # CopyBinding reads the article once (read_article) and scores only the last position: the same numbers as the
+    # full teacher-forced pass, for one row and for a beam of three, with and without the selector's prior
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=6, dropout=0.0)).eval()
+    src = tok.encode_source("schwarzenegger sat on the mat and the dog sat too", 20)
+    x = torch.tensor([src.ext])
+    mask = torch.ones_like(x, dtype=torch.bool)
+    prior = torch.linspace(0.1, 1.0, len(src.ext))
+    for w in (None, prior):
+        binding = CopyBinding(model, src, None if w is None else w.tolist())
+        seq, state = torch.tensor([[tok.bos_id]] * 3), None
+        for nxt in ([4, 5, 6], [len(tok), 7, 4], [8, 8, 5]):                   # a copied word is read as <unk>
+            with torch.no_grad():
+                z, state = binding.step(seq, state)
+                full, _ = model.distribution(x.expand(3, -1), mask.expand(3, -1), state, binding.n_ext,
+                                             None if w is None else w[None].expand(3, -1))
+            assert z.shape == (3, len(tok) + binding.n_ext)
+            torch.testing.assert_close(z, full[:, -1].clamp_min(1e-30).log(), rtol=1e-5, atol=1e-6)
+            seq = torch.tensor(nxt)[:, None]
+        assert (binding.memory is None) == (arch == "lm")       # the encoder-decoder read its article once
+
+
 def test_keep_drop_labels_on_hand_made_examples():
     words, labels = keep_drop_labels("British Airways has blamed high fuel prices for a drop in profits.",
                                      "High fuel prices hit BA's profits")
@@ -102,6 +128,25 @@ def test_baselines_and_oracles_on_a_hand_made_article():
     assert best_window_oracle(body, ref, 3) == "BA profits fell"
     assert compression_oracle(body, ref) == "ba profits fell"
     assert copy_only_oracle(body, "BA profits collapse", n_words=None) == "ba profits"
+
+
+def test_the_oracles_pick_what_a_search_by_full_rouge_picks():
+    # best_window_oracle and best_sentence_oracle score hundreds of candidates with the reference tokenized once and
+    # no LCS for a candidate that shares no token with it: the same choice, ties included, as max() over rouge()
+    from seqviz.metrics import rouge
+    from seqviz.summarize.baselines import _sentences, best_sentence_oracle
+
+    rng = np.random.default_rng(0)
+    words = ["BA", "profits", "fell", "the", "fuel", "prices", "rose,", "Eddington", "said.", "jobs", "cut!", "90"]
+    for _ in range(40):
+        body = " ".join(rng.choice(words, size=int(rng.integers(1, 30))))
+        ref = " ".join(rng.choice(words, size=int(rng.integers(1, 6))))
+        w = body.split()
+        for k in (1, 3, 5):
+            windows = [" ".join(w[i:i + k]) for i in range(max(1, len(w) - k + 1))]
+            assert best_window_oracle(body, ref, k) == max(windows, key=lambda s: rouge(ref, s)["rougeL"].fmeasure)
+        assert best_sentence_oracle(body, ref) == max(_sentences(body), key=lambda s: rouge(ref, s)["rougeL"].fmeasure)
+    assert best_window_oracle("a b c d", "x y", 2) == "a b"                      # nothing shared: the first window
 
 
 def test_swap_test_reports_a_number():

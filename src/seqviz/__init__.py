@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from contextlib import contextmanager
 
 __version__ = "0.1.0"
@@ -45,7 +46,13 @@ def set_seed(seed: int, *, deterministic: bool = True) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # torch.use_deterministic_algorithms(True, warn_only=True), less one side effect: it also sets the flag of
+        # torch.compile's compiler and imports the compiler for it, ~1.5 s in every fresh kernel, for code the book
+        # never compiles. The compiler's flag is set where the compiler is already loaded.
+        inductor = sys.modules.get("torch._inductor.config")
+        if inductor is not None:
+            inductor.deterministic = True
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
 
 
 @contextmanager
@@ -62,8 +69,9 @@ def evaluating(*modules):
             raise TypeError(f"evaluating() takes torch.nn.Module objects, got {type(m).__name__}")
     # every submodule's own flag: a part kept in eval inside a training model (a frozen encoder) stays in eval
     kept = [(m, m.training, [(sub, sub.training) for sub in m.modules()]) for m in given]
+    kept = [k for k in kept if any(flag for _, flag in k[2])]      # a module wholly in eval already: nothing to do
     try:
-        for m in given:
+        for m, _, _ in kept:
             m.eval()
         yield
     finally:

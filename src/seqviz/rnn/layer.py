@@ -221,12 +221,28 @@ class RecurrentLayer(nn.Module):
             return out.sum(2)                                                      # (B, T, d_h) h^f + h^b
         return out.mean(2)                                                         # (B, T, d_h) (h^f + h^b) / 2
 
+    def _fused_params_now(self, layer: int) -> dict[str, Tensor]:
+        """``_fused_params(layer)``; without gradients (decoding one token at a time, evaluation) the stacked tensors
+        are kept and reused while the layer's parameters are the same tensors at the same version (any in-place
+        update, e.g. an optimizer step or ``copy_``, bumps the version; ``.to()`` makes new tensors)."""
+        if torch.is_grad_enabled():
+            return self._fused_params(layer)                   # training: the graph must lead back to our tensors
+        key = [(q, q._version) for k in range(self.num_directions) for q in self.cell(layer, k).parameters()]
+        cache = self.__dict__.setdefault("_fused_cache", {})  # kept out of the module tree, like _shells
+        hit = cache.get(layer)
+        if hit is not None and len(hit[0]) == len(key) and all(
+                a is q and v == w for (a, v), (q, w) in zip(hit[0], key)):
+            return hit[1]
+        fused = self._fused_params(layer)
+        cache[layer] = (key, fused)
+        return fused
+
     def _fused_layer(self, layer: int, x: Tensor, state0: State, lengths: Tensor | None) -> tuple[Tensor, State]:
         """One layer through its torch.nn twin with our parameters: -> (B, T, K, d_h), state (K, B, d_h) each."""
         B, T, _ = x.shape
         inp = x if lengths is None else pack_padded_sequence(x, lengths.cpu(), batch_first=True,
                                                              enforce_sorted=False)
-        out, state_l = functional_call(self._shells[layer], self._fused_params(layer),
+        out, state_l = functional_call(self._shells[layer], self._fused_params_now(layer),
                                        (inp, map_state(Tensor.contiguous, state0)))
         if lengths is not None:
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)    # zeros at padding

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from seqviz.metrics import rouge, rouge_corpus, rouge_tokenize
+from seqviz.metrics import _f, _lcs, rouge_corpus, rouge_tokenize
 
 __all__ = ["headline_length", "lead_baseline", "choose_lead_k", "split_sentences", "first_sentence",
            "random_sentence_baseline", "IdfTable", "centroid_sentence", "textrank_sentence",
@@ -135,13 +135,24 @@ def textrank_sentence(article: str, idf: IdfTable, damping: float = 0.85, iterat
 # ---------------------------------------------------------------------------------------------------------------
 # Oracles: they read the reference, so they bound a family of methods rather than being one
 # ---------------------------------------------------------------------------------------------------------------
-def _rouge_l(reference: str, text: str) -> float:
-    return rouge(reference, text)["rougeL"].fmeasure
+def _rouge_l_against(reference: str):
+    """text -> ROUGE-L F of ``text`` against ``reference`` (= ``rouge(reference, text)["rougeL"].fmeasure``), the
+    reference tokenized once; a text sharing no token with it scores 0 without the LCS (the oracles try hundreds)."""
+    ref = rouge_tokenize(reference)
+    vocab = set(ref)
+
+    def score(text: str) -> float:
+        hyp = rouge_tokenize(text)
+        if not ref or not hyp or vocab.isdisjoint(hyp):
+            return 0.0
+        lcs = _lcs(ref, hyp)
+        return _f(lcs / len(hyp), lcs / len(ref))
+    return score
 
 
 def best_sentence_oracle(article: str, reference: str) -> str:
     """The article's sentence of highest ROUGE-L against the reference."""
-    return max(_sentences(article), key=lambda s: _rouge_l(reference, s))
+    return max(_sentences(article), key=_rouge_l_against(reference))
 
 
 def best_window_oracle(article: str, reference: str, k: int = 5) -> str:
@@ -151,7 +162,7 @@ def best_window_oracle(article: str, reference: str, k: int = 5) -> str:
     if not w:
         raise ValueError("the article is empty")
     windows = [" ".join(w[i:i + k]) for i in range(max(1, len(w) - k + 1))]
-    return max(windows, key=lambda s: _rouge_l(reference, s))
+    return max(windows, key=_rouge_l_against(reference))
 
 
 def compression_oracle(article: str, reference: str, n_words: int = 60) -> str:

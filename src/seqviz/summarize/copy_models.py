@@ -72,9 +72,15 @@ def _shift_right(targets: Tensor, V: int) -> Tensor:
 class _CopyModel(nn.Module):
     config: CopyConfig
 
-    def states(self, x: Tensor, mask: Tensor, y_in: Tensor) -> tuple[Tensor, Tensor]:
-        """(h (B, T, d) the decoder's states at the headline positions, memory (B, S, d) what the head points at)."""
+    def states(self, x: Tensor, mask: Tensor, y_in: Tensor, memory: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(h (B, T, d) the decoder's states at the headline positions, memory (B, S, d) what the head points at);
+        ``memory``: the article's part, from :meth:`read_article` (a decoder reads the article once, not per step)."""
         raise NotImplementedError
+
+    def read_article(self, x: Tensor, mask: Tensor) -> Tensor | None:
+        """What :meth:`states` computes from the article alone, to pass back as its ``memory`` while the headline
+        grows (the encoder's outputs); None when the article and the headline are read in one pass (the LM)."""
+        return None
 
     def vocab_logits(self, h: Tensor) -> Tensor:
         raise NotImplementedError
@@ -102,11 +108,15 @@ class _CopyModel(nn.Module):
         logp = copy_target_logprob(logits, out, x, torch.where(keep, targets, torch.full_like(targets, -1)))
         return logits, -(logp * keep).sum() / keep.sum()
 
-    def distribution(self, x: Tensor, mask: Tensor, y_in: Tensor, n_ext: int,
-                     prior: Tensor | None = None) -> tuple[Tensor, CopyOut | None]:
+    def distribution(self, x: Tensor, mask: Tensor, y_in: Tensor, n_ext: int, prior: Tensor | None = None,
+                     memory: Tensor | None = None, last: bool = False) -> tuple[Tensor, CopyOut | None]:
         """p (B, T, V + n_ext) over the extended vocabulary at every headline position, and the head's CopyOut;
-        ``prior`` (B, S) re-weights the copy attention (bottom-up, see :class:`CopyHead`)."""
-        h, memory = self.states(x, mask, y_in)
+        ``prior`` (B, S) re-weights the copy attention (bottom-up, see :class:`CopyHead`); ``memory`` from
+        :meth:`read_article`; ``last``: only the last position (T = 1), all a decoder's step needs (each position's
+        output depends on its own state alone, so it equals the last row of the full result)."""
+        h, memory = self.states(x, mask, y_in, memory)
+        if last:
+            h = h[:, -1:]                                                         # (B, 1, d)
         logits = self.vocab_logits(h)
         if self.copy is None:
             return F.pad(logits.softmax(-1), (0, n_ext)), None
@@ -127,8 +137,13 @@ class CopyEncoderDecoder(_CopyModel):
         self.net.E_src.weight = self.net.E_tgt.weight                             # one embedding, tied to the output
         self.copy = CopyHead(c.d_model) if c.copy else None
 
-    def states(self, x, mask, y_in):
+    def read_article(self, x, mask):
         memory, _ = self.net.encode(_in_vocab(x, self.config.vocab_size), mask)   # (B, S, d)
+        return memory
+
+    def states(self, x, mask, y_in, memory=None):
+        if memory is None:
+            memory = self.read_article(x, mask)                                   # (B, S, d)
         h, _, _, _ = self.net._decode(y_in, memory, mask, False, None, 0, False)  # (B, T, d)
         return h, memory
 
@@ -148,7 +163,7 @@ class CopyLM(_CopyModel):
                                                    num_layers=2 * c.num_layers, dropout=c.dropout))
         self.copy = CopyHead(c.d_model) if c.copy else None
 
-    def states(self, x, mask, y_in):
+    def states(self, x, mask, y_in, memory=None):                               # memory: read_article's None
         B, S = x.shape
         T = y_in.shape[1]
         m = mask.sum(1)                                                           # (B,) article lengths

@@ -32,7 +32,8 @@ __all__ = ["CopyBinding", "HeadlineRules", "write_headline", "write_headlines", 
 class CopyBinding:
     """A copy model bound to one article (:class:`SourceIds`); ``module`` is the model, so ``seqviz.decode``
     switches its mode. The state is the headline read so far (B, t): the decoder re-reads it each step (headlines are
-    a dozen words; no cache needed)."""
+    a dozen words; no key/value cache needed), while the article is read once, at the first step
+    (:meth:`~seqviz.summarize.copy_models._CopyModel.read_article`), and each step scores only the last position."""
 
     def __init__(self, model: _CopyModel, source: SourceIds, prior: Sequence[float] | None = None):
         self.module = model
@@ -46,13 +47,18 @@ class CopyBinding:
             self.prior = torch.tensor([list(prior)], dtype=torch.float32, device=dev)   # (1, S)
         self.n_ext = max(1, len(source.oovs))
         self.V = model.config.vocab_size
+        self.memory = None                                                        # (1, S, d), read at the first step
 
     def step(self, ids: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
         ids = torch.where(ids >= self.V, torch.full_like(ids, 1), ids)            # a copied word is read as <unk>
         seq = ids if state is None else torch.cat([state, ids], 1)                # (B, t)
         B = seq.shape[0]
         prior = None if self.prior is None else self.prior.expand(B, -1)
-        p, _ = self.module.distribution(self.x.expand(B, -1), self.mask.expand(B, -1), seq, self.n_ext, prior)
+        if self.memory is None:
+            self.memory = self.module.read_article(self.x, self.mask)             # (1, S, d) or None (the LM)
+        memory = None if self.memory is None else self.memory.expand(B, -1, -1)   # (B, S, d)
+        p, _ = self.module.distribution(self.x.expand(B, -1), self.mask.expand(B, -1), seq, self.n_ext, prior,
+                                        memory=memory, last=True)
         return torch.log(p[:, -1].clamp_min(1e-30)), seq                           # (B, V + n_ext)
 
     def reorder_state(self, state: Tensor, index: Tensor) -> Tensor:
