@@ -667,3 +667,9 @@ def test_fused_weights_are_stacked_once_without_gradients_and_follow_every_updat
         d, _ = layer(x)
     assert not torch.equal(c, d)
     torch.testing.assert_close(d, layer(x)[0].detach(), rtol=0, atol=1e-6)
+    first = next(layer.cell(0).parameters())
+    first.data = first.detach() * 2                                               # new memory, same tensor
+    with torch.no_grad():
+        e, _ = layer(x)
+    assert not torch.equal(d, e)
+    torch.testing.assert_close(e, layer(x)[0].detach(), rtol=0, atol=1e-6)

@@ -223,15 +223,18 @@ class RecurrentLayer(nn.Module):
 
     def _fused_params_now(self, layer: int) -> dict[str, Tensor]:
         """``_fused_params(layer)``; without gradients (decoding one token at a time, evaluation) the stacked tensors
-        are kept and reused while the layer's parameters are the same tensors at the same version (any in-place
-        update, e.g. an optimizer step or ``copy_``, bumps the version; ``.to()`` makes new tensors)."""
+        are kept and reused while the layer's parameters are the same tensors, on the same memory, at the same
+        version (any in-place update, e.g. an optimizer step or ``copy_``, bumps the version; ``.to()`` makes new
+        tensors; ``p.data = t`` moves the memory). Only an in-place edit through ``p.data`` escapes it, as it escapes
+        autograd's own checks: edit parameters under ``torch.no_grad()`` instead."""
         if torch.is_grad_enabled():
             return self._fused_params(layer)                   # training: the graph must lead back to our tensors
-        key = [(q, q._version) for k in range(self.num_directions) for q in self.cell(layer, k).parameters()]
+        key = [(q, q.data_ptr(), q._version) for k in range(self.num_directions)
+               for q in self.cell(layer, k).parameters()]
         cache = self.__dict__.setdefault("_fused_cache", {})  # kept out of the module tree, like _shells
         hit = cache.get(layer)
         if hit is not None and len(hit[0]) == len(key) and all(
-                a is q and v == w for (a, v), (q, w) in zip(hit[0], key)):
+                a is q and pa == pq and va == vq for (a, pa, va), (q, pq, vq) in zip(hit[0], key)):
             return hit[1]
         fused = self._fused_params(layer)
         cache[layer] = (key, fused)
