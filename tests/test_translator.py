@@ -98,6 +98,7 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
     data = translation_data(recipe, _tiny_corpus())
     model, task, bpe, info = train_translator(recipe, data, progress=False)
     assert [e["epoch"] for e in info["epochs"]] == list(range(1, 31)) and info["data"]["test_pairs"] == 2
+    assert info["device"] == "cpu" and info["wall_seconds"] == info["epochs"][-1]["wall_seconds"] > 0
     assert info["epochs"][-1]["valid_loss"] < info["epochs"][0]["valid_loss"]
     path = tmp_path / f"{NAME}.pt"
     digest = save_checkpoint(model, NAME, _vocab_record(task, bpe), info, path)
@@ -129,3 +130,25 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
         loaded.translate(["  "])
     with pytest.raises(ValueError, match="split it into shorter sentences"):
         loaded.translate("Das ist gut. " * 40)
+
+
+def test_the_device_argument_trains_the_same_model_there():
+    """``device`` moves the model and every batch (a GPU build is the same code); on the CPU, device="cpu" is the
+    default run to the bit, and the CLI refuses --device for the checkpoints it builds on the CPU."""
+    from seqviz.transformer.__main__ import main
+    from seqviz.transformer.translator import TranslationRecipe, train_translator, translation_data
+
+    recipe = TranslationRecipe(num_layers=1, d_model=16, num_heads=2, d_ff=32, merges=20, phrases=False, ddtp=False,
+                               epochs=2, sentence_repeats=1, batch_size=4, warmup=2, lr=1e-2, dropout=0.0)
+    data = translation_data(recipe, _tiny_corpus())
+    a = train_translator(recipe, data, progress=False)
+    b = train_translator(recipe, data, progress=False, device=torch.device("cpu"))
+    assert [e["valid_loss"] for e in a[3]["epochs"]] == [e["valid_loss"] for e in b[3]["epochs"]]
+    assert all(torch.equal(x, y) for x, y in zip(a[0].state_dict().values(), b[0].state_dict().values()))
+    with pytest.raises(ValueError, match="device must be a torch device such as 'cpu'"):
+        train_translator(recipe, data, progress=False, device="nowhere")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU: train on 'cpu'"):
+            train_translator(recipe, data, progress=False, device="cuda")
+    with pytest.raises(SystemExit):
+        main(["make", "char", "--device", "cuda"])

@@ -20,16 +20,20 @@ def main(argv=None) -> None:
                         "translator_de_en.pt (into _build/checkpoints/); translator: stage 2, translator_de_en.pt")
     p.add_argument("--base", default=str(BASE_PATH), help="translator: the stage-1 file to fine-tune")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default=None,
+                   help="translator-base, translator: train and measure there (cpu, cuda; default: the CPU)")
     p.add_argument("--out", default=None, help="where to write (default: the package's checkpoints folder)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if args.name == "translator-base":
         Path(args.out or BASE_PATH).parent.mkdir(parents=True, exist_ok=True)
-        digest, info = build_translator(progress=True, path=args.out or BASE_PATH)
+        digest, info = build_translator(progress=True, path=args.out or BASE_PATH, device=args.device)
     elif args.name == "translator":
-        digest, info = build_finetuned(args.base, progress=True, path=args.out)
+        digest, info = build_finetuned(args.base, progress=True, path=args.out, device=args.device)
     else:
+        if args.device not in (None, "cpu"):
+            p.error(f"--device is for the translator; {args.name} is built on the CPU")
         digest, info = build(args.name, progress=True, path=args.out)
     out = args.out or {"char": CHECKPOINTS / "shakespeare_char.pt", "dates": CHECKPOINTS / "dates_transformer.pt",
                        "translator-base": BASE_PATH, "translator": CHECKPOINTS / f"{TRANSLATOR}.pt"}[args.name]
