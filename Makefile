@@ -159,13 +159,15 @@ checkpoints-transformer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.transformer make dates
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.transformer make char
 
-# An experiment toward chapter 5's translation target (issue 22), not shipped (bench/README.md, "A translator on more
-# data": BLEU 5 after 10 passes, 5.4 minutes on a GPU, above the chapter's GRU, far from the target of 12): in two
+# An experiment toward chapter 5's translation target (issue 22), not shipped (bench/README.md, section
+# bench_translator.py: BLEU 6.7 with a beam after 10 passes, 5.4 minutes on a GPU, above the chapter's GRU, far from
+# the target of 12; chapter 7 §7.3 shows it): in two
 # stages, SHIPPED_TRANSLATOR (seqviz.transformer.translator), a 3+3-layer encoder-decoder transformer (width 256)
 # trained on trans-de-en's example sentences, the same dictionary's phrase pairs and Debian's translated package
 # descriptions (DDTP), written to _build/checkpoints/translator_de_en_base.pt; then SHIPPED_FINETUNE, the example
 # sentences alone from those weights, written in float16 to src/seqviz/checkpoints/translator_de_en.pt (not
-# committed). On two CPU threads by default (6,870 steps of 256 pairs: hours); `make translator DEVICE=cuda` on a GPU.
+# committed). On two CPU threads by default (6,870 steps of 256 pairs: about 3 hours); `make translator DEVICE=cuda`
+# on a GPU.
 # The DDTP files come from the Debian mirror by apt-get update into a private folder (works as a normal user; this
 # machine's apt config sets Acquire::Languages "none", the option overrides it); only this target needs them.
 DDTP := $(VENV)/share/seqviz/corpora/ddtp

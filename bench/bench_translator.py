@@ -1,4 +1,4 @@
-"""Benchmark: a German -> English translator (``seqviz.transformer.translator``, chapter 6's encoder-decoder
+"""Benchmark: a German -> English translator (``seqviz.transformer.translator``, chapter 7's encoder-decoder
 transformer on 18 times chapter 5's pairs): its recipe chosen by a sweep on a GPU, a checkpoint scored on the CPU.
 
     .venv/bin/python bench/bench_translator.py data --out .gpu/data.pkl.gz   # the training data, built once (~1 min)
@@ -18,7 +18,7 @@ BLEU, which plays no part in the choice. On a machine without the corpora (a GPU
 ``trans-de-en/usr/share/trans/de-en`` (stage 2 reads the example sentences again). ``score`` writes
 bench/results/translator.json (the sweep's record as ``sweep`` and ``sweep_machine``); the GRU with attention it
 compares against is retrained by ``bench_attention.py``'s recipe on one thread (about 13 minutes) unless
-``--no-gru``.
+``--quick`` (which only prints).
 """
 from __future__ import annotations
 
@@ -129,10 +129,16 @@ def train_variant(name: str, data: Path, device: str, budget: float, out: Path, 
     if smoke:       # the pipeline end to end on the CPU in a minute: 2 batches a pass, one fine-tuning pass
         task.train.sources, task.train.targets = task.train.sources[:512], task.train.targets[:512]
         finetune = replace(finetune, epochs=1)
+    data_fields = {"merges", "max_tokens", "max_len", "sentence_repeats", "phrases", "phrase_min_words", "ddtp",
+                   "batch_size", "max_words", "seed"}
+    if data_fields & set(VARIANTS[name]):
+        raise SystemExit(f"variant {name!r} changes {sorted(data_fields & set(VARIANTS[name]))}, which the data "
+                         f"file fixed when it was built: build one data file per such variant")
     recipe = replace(base_recipe(), **VARIANTS[name])
     torch.zeros(1, device=device)             # start the device's context before the barrier
     barrier(out, name)
     step_s = calibrate(recipe, task, device, *((6, 2) if smoke else ()))
+    # 12 % kept back for the per-pass validation and for the speed's drift: the budget is a bound, not a target
     epochs = max(1, math.floor(0.88 * budget / (step_s * len(task.train))))
     recipe = replace(recipe, epochs=epochs)
     print(f"[{name}] {step_s * 1000:.1f} ms a step x {len(task.train)} steps a pass: {epochs} passes", flush=True)
@@ -164,10 +170,13 @@ def sweep(args) -> None:
              "--budget", str(args.budget), "--out", str(out), "--threads", str(args.threads)]
             + (["--smoke"] if args.smoke else []),
             stdout=log, stderr=subprocess.STDOUT)))
+    failed = []
     for name, log, p in procs:
         p.wait()
         log.close()
         print(f"{name}: exit {p.returncode}", flush=True)
+        if p.returncode:
+            failed.append(name)
     records = [json.loads((out / f"{slug(n)}.json").read_text()) for n in VARIANTS
                if (out / f"{slug(n)}.json").is_file()]
     best = max(records, key=lambda r: r["valid_bleu_greedy"]) if records else None
@@ -180,6 +189,8 @@ def sweep(args) -> None:
         print(f"{r['variant']:>22}: {r['epochs']} passes, valid BLEU greedy {r['valid_bleu_greedy']}, "
               f"test greedy {r['info']['bleu_greedy']}, valid loss {r['info']['valid_loss']}")
     print(f"chosen on the validation pairs: {summary['chosen']}")
+    if failed:
+        raise SystemExit(f"{len(failed)} variant(s) failed ({', '.join(failed)}): their logs are in {out}")
 
 
 def sweep_record(raw: dict) -> tuple[list[dict], dict]:
@@ -194,18 +205,21 @@ def sweep_record(raw: dict) -> tuple[list[dict], dict]:
                      "finetune_best_pass": info["finetune"]["best_epoch"],
                      "valid_loss": info["valid_loss"], "valid_bleu_greedy": r["valid_bleu_greedy"],
                      "test_bleu_greedy": info["bleu_greedy"], "sha256": r["sha256"],
-                     "valid_loss_per_pass": [e["valid_loss"] for e in info["epochs"]]})
+                     "valid_loss_per_pass": [e["valid_loss"] for e in info["epochs"]],
+                     "finetune_valid_loss_per_pass": [e["valid_loss"]
+                                                  for e in info["finetune"]["epochs"]]})
     machine = {"date": raw.get("date"), "device": raw["device"], "torch": raw["torch"], "budget_s": raw["budget_s"],
-               "variants_at_once": len(raw["variants"]),
+               "variants_at_once": len(raw["variants"]), "pairs": raw["variants"][0]["data"],
                "command": f"python bench/bench_translator.py sweep --device cuda --budget {raw['budget_s']:g}"}
     return rows, machine
 
 
 def score(args) -> None:
-    """The checkpoint on this machine's CPU, as a reader loads it (float16 weights): BLEU greedy and beam 5 on the
-    test pairs, the paired bootstrap of beam vs greedy and (unless --no-gru) of the translator vs the chapter's GRU
-    with attention retrained by bench_attention.py's recipe; writes bench/results/translator.json, keeping the
-    sweep's record (``--sweep``: a sweep.json to add)."""
+    """A stage-2 checkpoint (``make translator``'s, or a sweep's) on this machine's CPU, as a reader loads it (float16
+    weights): BLEU greedy and beam 5 on the test pairs, the paired bootstrap of beam vs greedy and (unless --quick)
+    of the translator vs the chapter's GRU with attention retrained by bench_attention.py's recipe on one thread;
+    writes bench/results/translator.json (not with --quick), keeping the sweep's record (``--sweep``: a sweep.json
+    to add)."""
     from _results import read_results, write_results
 
     from seqviz.data import load_corpus
@@ -218,6 +232,13 @@ def score(args) -> None:
         old["sweep"], old["sweep_machine"] = sweep_record(json.loads(Path(args.sweep).read_text()))
     corpus = load_corpus("trans_de_en")
     tr = load_translator(args.checkpoint, sha256=None if args.sha256.lower() == "none" else args.sha256)
+    if "finetune" not in tr.info:
+        raise SystemExit(f"{args.checkpoint} is a stage-1 file (no fine-tuning record): score the stage-2 checkpoint "
+                         f"that `python -m seqviz.transformer make translator` wrote from it")
+    digest = hashlib.sha256(Path(args.checkpoint).read_bytes()).hexdigest()
+    chosen = next((r for r in old.get("sweep", []) if r.get("chosen")), None)
+    label = ("transformer (the sweep's choice)" if chosen and chosen["sha256"] == digest
+             else f"transformer ({Path(args.checkpoint).name}, trained on {tr.info.get('device', 'cpu')})")
     test = tr.held_out("test", corpus)
     refs, task = [p.target for p in test], tr.task(test)
     hyps, rows = {}, []
@@ -228,23 +249,26 @@ def score(args) -> None:
     hyps["transformer", "beam"] = translate(tr.model, task, 5)
     beam_s = time.perf_counter() - t0
     info = tr.info
-    rows.append({"model": "transformer (the sweep's choice)", "train_pairs": info["data"]["train_pairs"],
+    rows.append({"model": label, "train_pairs": info["data"]["train_pairs"],
                  "test_pairs": len(refs), "valid_loss": info["valid_loss"],
                  "bleu_greedy": round(bleu(hyps["transformer", "greedy"], refs), 2),
                  "bleu_beam5": round(bleu(hyps["transformer", "beam"], refs), 2),
                  "passes": info["recipe"]["epochs"], "steps": info["steps"],
                  "finetune_best_pass": info["finetune"]["best_epoch"],     # 0: stage 2 kept stage 1's weights
-                 "device_trained": info.get("device"), "train_wall_s": round(info.get("wall_seconds", 0)
-                                                                            + info["finetune"]["wall_seconds"]),
+                 "device_trained": info.get("device"),
+                 "train_wall_s": round(info.get("wall_seconds", 0) + info["finetune"].get("wall_seconds", 0)),
                  "decode_greedy_s": round(greedy_s, 1), "decode_beam5_s": round(beam_s, 1)})
     comparisons = [(("transformer", "beam"), ("transformer", "greedy"), "transformer: beam 5 minus greedy")]
-    if not (args.no_gru or args.quick):
+    if not args.quick:
         from bench_attention import train_translation_model
 
         from seqviz.data import translation_pairs
         gru_task, _ = translation_pairs(corpus, num_merges=2000, batch_size=64, max_words=10)
         assert [t for _, t in gru_task.test_text] == refs, "the GRU's test pairs are not the translator's"
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)                  # the recorded run's thread count: its figures repeat to the digit
         model, hist, train_s = train_translation_model(gru_task, "small", "general", 30, 2e-3, "cpu")
+        torch.set_num_threads(threads)
         hyps["gru", "greedy"] = translate(model, gru_task, 1)
         hyps["gru", "beam"] = translate(model, gru_task, 5, length_penalty=1.0)
         rows.append({"model": "GRU with attention (chapter 5)", "train_pairs": len(gru_task.train.sources),
@@ -271,7 +295,7 @@ def score(args) -> None:
         return
     keep = {k: v for k, v in old.items() if k.startswith("sweep")}
     write_results("translator", {**keep, "rows": rows, "significance": significance, "examples": examples,
-                                 "checkpoint_sha256": hashlib.sha256(Path(args.checkpoint).read_bytes()).hexdigest()})
+                                 "checkpoint_sha256": digest})
 
 
 def main() -> None:
@@ -285,15 +309,19 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=360.0, help="seconds of stage-1 training per variant")
     ap.add_argument("--variant", choices=list(VARIANTS))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-gru", action="store_true", help="score: skip the GRU baseline")
     ap.add_argument("--sweep", default=None, help="score: the sweep.json of the sweep that chose the recipe")
-    ap.add_argument("--sha256", default="committed", help="score: the checkpoint's SHA-256 (None: no check)")
+    ap.add_argument("--sha256", default=None,
+                    help="score: the checkpoint's SHA-256 (the one its build printed), or 'none' for no check")
     ap.add_argument("--quick", action="store_true",
                     help="score: without the GRU, and the recorded figures are not replaced (printed only)")
     ap.add_argument("--smoke", action="store_true",
                     help="sweep, train: 512 training pairs and one fine-tuning pass (checks the pipeline, not a run)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.mode in ("sweep", "train") and not args.out:
+        ap.error(f"{args.mode} needs --out, the folder for its checkpoints, logs and records")
+    if args.mode == "train" and not args.variant:
+        ap.error(f"train needs --variant, one of {list(VARIANTS)}")
     if args.mode == "data":
         build_data(Path(args.out or args.data))
     elif args.mode == "train":
@@ -306,11 +334,13 @@ def main() -> None:
             made = CHECKPOINTS / "translator_de_en.pt"
             if not made.is_file():
                 print(f"no translator at {made}, so nothing to score: `make translator` builds one (hours on two CPU "
-                      f"cores), or see this file's docstring for the sweep on a GPU. The recorded figures stay.")
+                      "cores), or see this file's docstring for the sweep on a GPU. The recorded figures stay.")
                 return
             args.checkpoint, args.sha256 = str(made), "none"       # no translator is committed: no hash to check
         if not args.checkpoint:
             ap.error("score needs the checkpoint's path")
+        if args.sha256 is None:
+            ap.error("score needs --sha256: the SHA-256 the checkpoint's build printed, or 'none' to skip the check")
         score(args)
 
 

@@ -80,15 +80,15 @@ def test_greedy_and_beam_decoding_choose_the_same_tokens_on_the_gpu(kind):
 
 
 def test_the_trainer_trains_on_the_gpu_as_on_the_cpu():
-    """``TrainConfig(device="cuda")`` trains a CPU model on the GPU (the model and every batch moved) and brings it back
-    to the CPU at the end; the losses follow the CPU run's."""
+    """``TrainConfig(device="cuda")`` trains a CPU model on the GPU (the model and every batch moved) and brings it
+    back to the CPU at the end; the losses follow the CPU run's."""
     ids = (torch.arange(2_000) * 5) % V                          # a cycle: learnable, so the loss must fall
     train, valid = lm_batches(ids[:1_600], 8, 16), lm_batches(ids[1_600:], 8, 16)
     runs = {}
     for device in ("cpu", "cuda"):
         model = _lm("lstm-fused")
         hist = Trainer(model, TrainConfig(epochs=2, lr=3e-3, progress=False, device=device), train, valid).fit()
-        assert next(model.parameters()).device.type == "cpu"              # back where it was
+        assert next(model.parameters()).device.type == "cpu"                # back where it was
         runs[device] = hist
     assert runs["cuda"].step_loss == pytest.approx(runs["cpu"].step_loss, abs=1e-3)
     assert runs["cuda"].valid_loss == pytest.approx(runs["cpu"].valid_loss, abs=1e-3)
@@ -127,9 +127,11 @@ def test_both_encoder_decoders_train_and_translate_on_the_gpu():
 
 def test_the_translator_builds_on_the_gpu(tmp_path):
     """The path ``make translator DEVICE=cuda`` takes: stage 1 on the GPU, the float16 round trip measured there, a
-    checkpoint that loads on the CPU and translates as the GPU model does."""
+    checkpoint that loads on the CPU with the recorded loss; stage 2 on the GPU; the loaded model translates on the
+    GPU as on the CPU."""
     from seqviz.data import Corpus, SentencePair
-    from seqviz.transformer.translator import TranslationRecipe, build_translator, load_translator, translation_data
+    from seqviz.transformer.translator import (FinetuneRecipe, TranslationRecipe, build_translator,
+                                               finetune_translator, load_translator, translation_data)
 
     pairs = [("Ich habe keine Zeit.", "I have no time."), ("Das ist gut.", "That is good."),
              ("Wir gehen nach Hause.", "We are going home."), ("Er ist nicht hier.", "He is not here.")] * 3
@@ -139,9 +141,16 @@ def test_the_translator_builds_on_the_gpu(tmp_path):
                                epochs=5, sentence_repeats=1, batch_size=4, warmup=2, lr=1e-2, dropout=0.0)
     data = translation_data(recipe, corpus)
     digest, info = build_translator(recipe, progress=False, path=tmp_path / "t.pt", device="cuda", data=data)
-    assert info["device"] == "cuda" and info["bleu_beam5"] is not None
+    assert info["device"] == "cuda" and info["epochs"][-1]["valid_loss"] < info["epochs"][0]["valid_loss"]
     tr = load_translator(tmp_path / "t.pt", sha256=digest)                # on the CPU, float16 weights back
     assert tr.slice_loss(corpus) == pytest.approx(info["slice_loss"], abs=1e-4)
+    sentences = ["Ich habe keine Zeit.", "Das ist gut."]
+    on_cpu = tr.translate(sentences, beam_size=2)
+    tr.model.to(CUDA)
+    assert tr.translate(sentences, beam_size=2) == on_cpu
+    record = finetune_translator(tr, FinetuneRecipe(epochs=2, batch_size=2, warmup=1, lr=1e-3), corpus=corpus,
+                                 progress=False, device="cuda")
+    assert record["device"].startswith("cuda") and next(tr.model.parameters()).device.type == "cuda"
 
 
 def _state(widget) -> dict:

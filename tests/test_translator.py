@@ -117,8 +117,11 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
     assert loaded.translate("Das ist gut.", beam_size=1) == loaded.translate(["Das ist gut."], beam_size=1)[0]
     from seqviz.transformer.translator import FinetuneRecipe, finetune_translator
     before = loaded.slice_loss(_tiny_corpus())
+    with pytest.raises(ValueError, match="device must be a torch device"):       # before any work is done
+        finetune_translator(loaded, corpus=_tiny_corpus(), progress=False, device="nowhere")
     record = finetune_translator(loaded, FinetuneRecipe(epochs=3, batch_size=2, warmup=1, lr=1e-3),
-                                 corpus=_tiny_corpus(), progress=False)
+                                 corpus=_tiny_corpus(), progress=False, device="cpu")
+    assert record["device"] == "cpu" and record["wall_seconds"] > 0
     assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3] and record["sentences"] == len(SENTENCES)
     assert not loaded.model.training
     kept = min([record["valid_loss_before"]] + [e["valid_loss"] for e in record["epochs"]])
@@ -132,7 +135,7 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
         loaded.translate("Das ist gut. " * 40)
 
 
-def test_the_device_argument_trains_the_same_model_there():
+def test_the_device_argument_trains_the_same_model_there(capsys):
     """``device`` moves the model and every batch (a GPU build is the same code); on the CPU, device="cpu" is the
     default run to the bit, and the CLI refuses --device for the checkpoints it builds on the CPU."""
     from seqviz.transformer.__main__ import main
@@ -148,7 +151,8 @@ def test_the_device_argument_trains_the_same_model_there():
     with pytest.raises(ValueError, match="device must be a torch device such as 'cpu'"):
         train_translator(recipe, data, progress=False, device="nowhere")
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="sees no CUDA GPU: train on 'cpu'"):
+        with pytest.raises(ValueError, match=r"sees no CUDA GPU .*: train on 'cpu'"):
             train_translator(recipe, data, progress=False, device="cuda")
     with pytest.raises(SystemExit):
         main(["make", "char", "--device", "cuda"])
+    assert "--device is for the translator; char is built on the CPU" in capsys.readouterr().err

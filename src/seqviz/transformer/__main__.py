@@ -40,7 +40,8 @@ def main(argv=None) -> None:
     shown = {k: v for k, v in info.items() if k != "recipe"}
     print(f"{args.name}: {shown}")
     print(f"built in {time.perf_counter() - t0:.0f} s wall ({info['cpu_seconds']:.0f} s CPU training) on "
-          f"{args.threads} thread(s); wrote {out}, SHA-256 {digest}")
+          f"{args.threads} thread(s){'' if args.device in (None, 'cpu') else ' and ' + args.device}; wrote {out}, "
+          f"SHA-256 {digest}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A German -> English encoder-decoder transformer trained on more than chapter 5's 9,785 example sentences: the
 recipe, the data it reads and a loaded model's ``translate``. **Not shipped**: the best run so far (bench/README.md,
-"A translator on more data"; ``bench/bench_translator.py``: three recipes side by side on a lent GPU, 2026-11-27)
+section bench_translator.py: three recipes side by side on an NVIDIA H200, 2026-11-27)
 scores BLEU 5.05 greedy and 6.70 with a beam of 5 on chapter 5's test pairs, above the chapter's GRU with attention
 (3.35 / 3.56; chapter 7 §7.3) but far from a translator that reads (issue 22's target is 12), and its 16.9 MB would
 take most of the book's checkpoint budget. Its validation loss had flattened at the end of its cosine schedule: what
@@ -154,7 +154,8 @@ def _device(device) -> torch.device:
     except (RuntimeError, TypeError):
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {device!r}") from None
     if d.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r}, but this torch sees no CUDA GPU: train on 'cpu' (the default)")
+        raise ValueError(f"device={device!r}, but this torch sees no CUDA GPU (a CPU build, or no GPU here): "
+                         f"train on 'cpu', the default (in make: leave DEVICE out)")
     return d
 
 
@@ -302,11 +303,12 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
 
     from .pretrained import _adamw, _rate
 
+    device = None if device is None else _device(device)      # a wrong device fails before any work
     corpus = load_corpus("trans_de_en") if corpus is None else corpus
     train = tr.batches(corpus.train, recipe.batch_size, shuffle=True, seed=recipe.seed,
                        max_tokens=tr.info["recipe"]["max_tokens"])
     valid = tr.batches(tr.held_out("valid", corpus), 256)
-    model = tr.model if device is None else tr.model.to(_device(device))
+    model = tr.model if device is None else tr.model.to(device)
     device = _model_device(model)
     torch.manual_seed(recipe.seed)
     opt = _adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
@@ -331,7 +333,9 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
             step += 1
         with evaluating(model):
             v = _batches_loss(model, valid)
-        curve.append({"epoch": epoch + 1, "valid_loss": round(v, 4), "cpu_seconds": round(time.process_time() - t0, 1)})
+        curve.append({"epoch": epoch + 1, "valid_loss": round(v, 4),
+                      "cpu_seconds": round(time.process_time() - t0, 1),
+                      "wall_seconds": round(time.perf_counter() - w0, 1)})
         if progress:
             print(f"fine-tuning pass {epoch + 1}: valid loss {v:.4f}", flush=True)
         if v < best:
@@ -373,7 +377,9 @@ def build_finetuned(base: str | Path = BASE_PATH, recipe: FinetuneRecipe = SHIPP
     ``beam=False`` skips the beam's BLEU (None)."""
     from seqviz.metrics import bleu
     from seqviz.seq2seq import translate
+    from seqviz.train import _model_device
 
+    device = _device(device)                      # a wrong device fails before the base file is read
     if not Path(base).is_file():
         raise FileNotFoundError(f"no stage-1 translator at {base}: run `python -m seqviz.transformer make "
                                 f"translator-base` first (`make translator` runs both stages)")
@@ -383,7 +389,7 @@ def build_finetuned(base: str | Path = BASE_PATH, recipe: FinetuneRecipe = SHIPP
         info.pop("valid_loss"), info.pop("bleu_greedy"), info.pop("bleu_beam5"))
     info["finetune"] = finetune_translator(tr, recipe, progress=progress, device=device)
     vocab = _vocab_record(tr, tr.bpe)
-    loaded = Translator(_round_trip(tr.model, NAME, vocab, info).to(tr.model.E_src.weight.device), tr.bpe,
+    loaded = Translator(_round_trip(tr.model, NAME, vocab, info).to(_model_device(tr.model)), tr.bpe,
                         tr.src_vocab, tr.tgt_vocab, info)
     test = loaded.held_out("test")
     task, refs = loaded.task(test), [p.target for p in test]
