@@ -7,6 +7,8 @@ transformer on 18 times chapter 5's pairs): its recipe chosen by a sweep on a GP
   .venv/bin/python bench/bench_translator.py score DIR/dropout_0_1.pt --sha256 SHA --sweep DIR/sweep.json --threads 1
                           # a checkpoint on the CPU, as a reader loads it: BLEU greedy and beam 5 on the 591 test
                           # pairs, the paired bootstrap of beam vs greedy and of the translator vs the GRU
+    .venv/bin/python bench/bench_translator.py gru-data DIR/dropout_0_1.pt --sha256 SHA --gru-passes 3
+                          # chapter 5's GRU with attention on the translator's own pairs and BPE: data or architecture?
 
 ``sweep`` trains every variant in its own process on one device at once. A variant's number of passes is fixed
 before it starts, from its measured speed (``calibrate``: 100 steps, once every variant has reached that point, so the
@@ -298,9 +300,67 @@ def score(args) -> None:
                                  "checkpoint_sha256": digest})
 
 
+def gru_same_data(args) -> None:
+    """Chapter 5's GRU with attention (its ``small`` preset and recipe, one thread) on the translator's own pairs and
+    BPE (the ``data`` file, re-batched at chapter 5's 64), ``--gru-passes`` passes, the best by validation loss kept;
+    scored on the same 591 test pairs beside the translator checkpoint's decodes, with the paired bootstrap. So the
+    translator's lead over chapter 5's GRU splits into what the data gives and what the architecture gives. Adds
+    ``gru_same_data`` (and its significance and machine) to bench/results/translator.json, keeping the rest."""
+    from dataclasses import replace as dc_replace
+
+    from _results import machine, read_results, write_results
+    from bench_attention import train_translation_model
+
+    from seqviz.data import PairBatches
+    from seqviz.metrics import bleu, paired_bootstrap
+    from seqviz.seq2seq import translate
+    from seqviz.transformer.translator import load_translator
+
+    old = read_results("translator")
+    if not old or not old.get("rows"):
+        raise SystemExit("run `score` first: this mode adds to bench/results/translator.json")
+    with gzip.open(args.data, "rb") as f:
+        task, _, counts = pickle.load(f)
+    task = dc_replace(task, train=PairBatches(task.train.sources, task.train.targets, 64, task.src_vocab.pad_id,
+                                              shuffle=True, seed=0, bucket=True))
+    refs = [t for _, t in task.test_text]
+    tr = load_translator(args.checkpoint, sha256=None if args.sha256.lower() == "none" else args.sha256)
+    test = tr.held_out("test")
+    assert [p.target for p in test] == refs, "the data file's test pairs are not the translator's"
+    hyps = {("transformer", "greedy"): translate(tr.model, tr.task(test), 1),
+            ("transformer", "beam"): translate(tr.model, tr.task(test), 5)}
+    torch.set_num_threads(1)
+    t0 = time.process_time()
+    model, hist, train_s = train_translation_model(task, "small", "general", args.gru_passes, 2e-3, "cpu")
+    cpu_s = time.process_time() - t0
+    hyps["gru", "greedy"] = translate(model, task, 1)
+    hyps["gru", "beam"] = translate(model, task, 5, length_penalty=1.0)
+    row = {"model": "GRU with attention, the translator's pairs", "train_pairs": len(task.train.sources),
+           "test_pairs": len(refs), "passes": args.gru_passes,
+           "best_pass": hist.eval_steps.index(hist.best["step"]) + 1,
+           "valid_loss": round(hist.best["valid_loss"], 4),
+           "valid_loss_per_pass": [round(v, 4) for v in hist.valid_loss],
+           "bleu_greedy": round(bleu(hyps["gru", "greedy"], refs), 2),
+           "bleu_beam5": round(bleu(hyps["gru", "beam"], refs), 2), "steps": hist.steps,
+           "train_cpu_s": round(cpu_s), "train_wall_s": round(train_s), "parameters": sum(
+               p.numel() for p in model.parameters())}
+    print(f"{row['model']}: BLEU greedy {row['bleu_greedy']:.2f}, beam 5 {row['bleu_beam5']:.2f}, valid loss "
+          f"{row['valid_loss']} (best pass {row['best_pass']} of {args.gru_passes}), {cpu_s / 60:.0f} CPU min")
+    significance = []
+    for dec, name in (("beam", "beam 5"), ("greedy", "greedy")):
+        res = paired_bootstrap(hyps["transformer", dec], hyps["gru", dec], refs, n=1000, seed=0)
+        significance.append({"comparison": f"transformer minus GRU with attention on the same pairs, {name}",
+                             "delta": res["delta"], "ci95": list(res["ci95"]), "p_value": res["p_value"],
+                             "n": res["n"], "test_pairs": len(refs)})
+        print(f"{significance[-1]['comparison']}: {res['delta']:+.2f} BLEU, 95% CI [{res['ci95'][0]:+.2f}, "
+              f"{res['ci95'][1]:+.2f}], p = {res['p_value']:.3f}")
+    write_results("translator", {**old, "gru_same_data": [row], "gru_same_data_significance": significance,
+                                 "gru_same_data_machine": machine()})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", nargs="?", choices=["data", "sweep", "train", "score"],
+    ap.add_argument("mode", nargs="?", choices=["data", "sweep", "train", "score", "gru-data"],
                     help="none (as `make bench` runs it): score the checkpoint `make translator` writes, if any")
     ap.add_argument("checkpoint", nargs="?", help="score: the checkpoint to score")
     ap.add_argument("--data", default=".gpu/data.pkl.gz")
@@ -314,6 +374,7 @@ def main() -> None:
                     help="score: the checkpoint's SHA-256 (the one its build printed), or 'none' for no check")
     ap.add_argument("--quick", action="store_true",
                     help="score: without the GRU, and the recorded figures are not replaced (printed only)")
+    ap.add_argument("--gru-passes", type=int, default=3, help="gru-data: passes over the translator's pairs")
     ap.add_argument("--smoke", action="store_true",
                     help="sweep, train: 512 training pairs and one fine-tuning pass (checks the pipeline, not a run)")
     args = ap.parse_args()
@@ -328,6 +389,10 @@ def main() -> None:
         train_variant(args.variant, Path(args.data), args.device, args.budget, Path(args.out), args.smoke)
     elif args.mode == "sweep":
         sweep(args)
+    elif args.mode == "gru-data":
+        if not args.checkpoint or args.sha256 is None:
+            ap.error("gru-data needs the translator checkpoint's path and --sha256 (or --sha256 none)")
+        gru_same_data(args)
     else:
         if args.mode is None:
             from seqviz.transformer.pretrained import CHECKPOINTS
