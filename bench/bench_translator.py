@@ -8,7 +8,7 @@ transformer on 18 times chapter 5's pairs): its recipe chosen by a sweep on a GP
                           # a checkpoint on the CPU, as a reader loads it: BLEU greedy and beam 5 on the 591 test
                           # pairs, the paired bootstrap of beam vs greedy and of the translator vs the GRU
     .venv/bin/python bench/bench_translator.py gru-data DIR/dropout_0_1.pt --sha256 SHA --gru-passes 3
-                          # chapter 5's GRU with attention on the translator's own pairs and BPE: data or architecture?
+                          # chapter 5's GRU with attention on the translator's pairs: data or architecture?
 
 ``sweep`` trains every variant in its own process on one device at once. A variant's number of passes is fixed
 before it starts, from its measured speed (``calibrate``: 100 steps, once every variant has reached that point, so the
