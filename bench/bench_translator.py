@@ -82,7 +82,6 @@ def calibrate(recipe, task, device, steps: int = 100, skip: int = 20) -> float:
     import torch.nn.functional as F
 
     from seqviz._checks import IGNORE_INDEX
-    from seqviz.train import _to_device
     from seqviz.transformer import EncoderDecoderTransformer
     from seqviz.transformer.pretrained import _adamw
 
@@ -98,7 +97,7 @@ def calibrate(recipe, task, device, steps: int = 100, skip: int = 20) -> float:
         if i == skip:
             sync()
             t0 = time.perf_counter()
-        b = _to_device(next(it), torch.device(device))
+        b = next(it).to(device)
         loss = F.cross_entropy(model(b.x, b.y, mask=b.mask)[0].flatten(0, 1), b.y.flatten(),
                                ignore_index=IGNORE_INDEX, label_smoothing=recipe.label_smoothing)
         opt.zero_grad(set_to_none=True)

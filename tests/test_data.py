@@ -490,3 +490,14 @@ def test_lm_batches_skip_the_start_symbol():
 def test_batcher_bad_input(make, word):
     with pytest.raises(ValueError, match=re.escape(word)):
         make()
+
+
+def test_a_batch_moves_to_a_device_as_a_whole():
+    """``Batch.to``: every tensor on the device (those already there kept as they are), None stays None."""
+    from seqviz.data import Batch
+
+    x, y = torch.ones(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long)
+    b = Batch(x, y).to("cpu")
+    assert isinstance(b, Batch) and b.x is x and b.y is y and b.mask is None
+    meta = Batch(x, y, x > 0).to(torch.device("meta"))
+    assert all(t.device.type == "meta" for t in meta) and meta.x.shape == x.shape

@@ -504,4 +504,4 @@ def _model_device(model: torch.nn.Module) -> torch.device:
 
 
 def _to_device(batch: Batch, device: torch.device) -> Batch:
-    return Batch(*(b.to(device) if torch.is_tensor(b) and b.device != device else b for b in batch))
+    return batch.to(device)

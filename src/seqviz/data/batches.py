@@ -42,6 +42,11 @@ class Batch(NamedTuple):
             return 0
         return int((self.y != IGNORE_INDEX).sum())
 
+    def to(self, device) -> "Batch":
+        """The batch with every tensor on ``device`` (those already there are kept as they are)."""
+        device = torch.device(device)
+        return Batch(*(t.to(device) if torch.is_tensor(t) and t.device != device else t for t in self))
+
 
 class _Shuffled:
     """Seeded order of n items: epoch e draws it from its own generator, seeded with seed + e, so epochs differ, a

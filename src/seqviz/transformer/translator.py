@@ -165,12 +165,12 @@ def _valid_loss(model, task) -> float:
 
 def _batches_loss(model, batches) -> float:
     """Mean teacher-forced loss per target piece over ``batches`` (no label smoothing), on the model's device."""
-    from seqviz.train import _model_device, _to_device
+    from seqviz.decode import _model_device
 
     total, n, device = 0.0, 0, _model_device(model)
     with torch.no_grad():
         for b in batches:
-            b = _to_device(b, device)
+            b = b.to(device)
             logits = model(b.x, b.y, mask=b.mask)[0]
             total += float(F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
                                            reduction="sum"))
@@ -186,7 +186,6 @@ def train_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, data=None, 
     import time
 
     from seqviz import evaluating
-    from seqviz.train import _to_device
 
     device = _device(device)                          # a wrong device is an error before the data is built
     task, bpe, counts = translation_data(recipe) if data is None else data
@@ -198,7 +197,7 @@ def train_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, data=None, 
         for epoch in range(recipe.epochs):
             task.train.set_epoch(epoch)
             for b in task.train:
-                yield _to_device(b, device)
+                yield b.to(device)
             with evaluating(model):
                 curve.append({"epoch": epoch + 1, "valid_loss": round(_valid_loss(model, task), 4),
                               "cpu_seconds": round(time.process_time() - t0, 1),
@@ -299,7 +298,7 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
 
     from seqviz import evaluating
     from seqviz.data import load_corpus
-    from seqviz.train import _model_device, _to_device
+    from seqviz.decode import _model_device
 
     from .pretrained import _adamw, _rate
 
@@ -320,7 +319,7 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
     for epoch in range(recipe.epochs):
         train.set_epoch(epoch)
         for b in train:
-            b = _to_device(b, device)
+            b = b.to(device)
             for group in opt.param_groups:
                 group["lr"] = _rate(step, steps, recipe.lr, recipe.warmup, recipe.final)
             logits = model(b.x, b.y, mask=b.mask)[0]
@@ -377,7 +376,7 @@ def build_finetuned(base: str | Path = BASE_PATH, recipe: FinetuneRecipe = SHIPP
     ``beam=False`` skips the beam's BLEU (None)."""
     from seqviz.metrics import bleu
     from seqviz.seq2seq import translate
-    from seqviz.train import _model_device
+    from seqviz.decode import _model_device
 
     device = _device(device)                      # a wrong device fails before the base file is read
     if not Path(base).is_file():
@@ -406,8 +405,8 @@ def build_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, progress: b
     as loaded from float16) and write the checkpoint; returns (SHA-256, info). ``data``: the output of
     :func:`translation_data` for ``recipe``, to skip building it; ``beam=False`` skips the beam's BLEU (None)."""
     from seqviz.metrics import bleu
+    from seqviz.decode import _model_device
     from seqviz.seq2seq import translate
-    from seqviz.train import _model_device
 
     random.seed(recipe.seed)
     model, task, bpe, info = train_translator(recipe, data=data, progress=progress, device=device)
