@@ -79,14 +79,13 @@ def barrier(out: Path, name: str, timeout: float = 90.0) -> None:
 
 def calibrate(recipe, task, device, steps: int = 100, skip: int = 20) -> float:
     """Seconds per training step of ``recipe`` on ``device`` (a throwaway model, real batches)."""
-    import torch.nn.functional as F
-
-    from seqviz._checks import IGNORE_INDEX
     from seqviz.transformer import EncoderDecoderTransformer
     from seqviz.transformer.pretrained import _adamw
+    from seqviz.transformer.translator import _train_loss
 
     model = EncoderDecoderTransformer(recipe.model_config(task.src_vocab, task.tgt_vocab)).to(device).train()
     opt = _adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
+
     def cycle():
         while True:
             yield from task.train
@@ -98,8 +97,7 @@ def calibrate(recipe, task, device, steps: int = 100, skip: int = 20) -> float:
             sync()
             t0 = time.perf_counter()
         b = next(it).to(device)
-        loss = F.cross_entropy(model(b.x, b.y, mask=b.mask)[0].flatten(0, 1), b.y.flatten(),
-                               ignore_index=IGNORE_INDEX, label_smoothing=recipe.label_smoothing)
+        loss = _train_loss(model, b, recipe.label_smoothing)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)

@@ -185,7 +185,7 @@ def evaluate(
     sums: dict[str, list[float]] = {}
     with evaluating(model), torch.no_grad():
         for batch in data:
-            batch = _to_device(_as_batch(batch), device)
+            batch = _as_batch(batch).to(device)
             out = _run_step(step, model, batch, carry)
             carry = out.carry
             k = count(batch)
@@ -338,7 +338,7 @@ class Trainer:
         if callable(getattr(self.train_data, "set_epoch", None)):
             self.train_data.set_epoch(epoch)  # the batcher's order: a function of (its seed, epoch) only
         for batch in self.train_data:
-            batch = _to_device(_as_batch(batch), device)
+            batch = _as_batch(batch).to(device)
             value, carry = self._train_step(batch, carry, epoch)
             k = self.count(batch)
             ep_total, ep_n = ep_total + value * k, ep_n + k
@@ -502,6 +502,3 @@ def _model_device(model: torch.nn.Module) -> torch.device:
         return p.device
     return torch.device("cpu")
 
-
-def _to_device(batch: Batch, device: torch.device) -> Batch:
-    return batch.to(device)

@@ -159,6 +159,13 @@ def _device(device) -> torch.device:
     return d
 
 
+def _train_loss(model, b, label_smoothing: float):
+    """The training loss of batch ``b``: teacher-forced cross-entropy per target piece, with label smoothing."""
+    logits = model(b.x, b.y, mask=b.mask)[0]
+    return F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
+                           label_smoothing=label_smoothing)
+
+
 def _valid_loss(model, task) -> float:
     return _batches_loss(model, task.valid)
 
@@ -207,13 +214,8 @@ def train_translator(recipe: TranslationRecipe = SHIPPED_TRANSLATOR, data=None, 
                       f"({curve[-1]['cpu_seconds'] / 60:.1f} CPU min, {curve[-1]['wall_seconds'] / 60:.1f} wall min)",
                       flush=True)
 
-    def loss_fn(b):
-        logits = model(b.x, b.y, mask=b.mask)[0]
-        return F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
-                               label_smoothing=recipe.label_smoothing)
-
     steps = recipe.epochs * len(task.train)
-    info = _fit(model, batches(), steps, recipe, loss_fn, progress)
+    info = _fit(model, batches(), steps, recipe, lambda b: _train_loss(model, b, recipe.label_smoothing), progress)
     info.update(recipe=asdict(recipe), epochs=curve, data=counts, device=str(device),
                 wall_seconds=curve[-1]["wall_seconds"] if curve else 0.0)
     return model, task, bpe, info
@@ -322,9 +324,7 @@ def finetune_translator(tr: "Translator", recipe: FinetuneRecipe = SHIPPED_FINET
             b = b.to(device)
             for group in opt.param_groups:
                 group["lr"] = _rate(step, steps, recipe.lr, recipe.warmup, recipe.final)
-            logits = model(b.x, b.y, mask=b.mask)[0]
-            loss = F.cross_entropy(logits.flatten(0, 1), b.y.flatten(), ignore_index=IGNORE_INDEX,
-                                   label_smoothing=recipe.label_smoothing)
+            loss = _train_loss(model, b, recipe.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
