@@ -21,7 +21,7 @@ help:
 	@echo "make book   - set up .venv, install everything pinned, build the HTML book into _build/html"
 	@echo "make test   - the same set-up, then unit tests, nbval over every notebook and the built-book browser tests"
 	@echo "make lab    - JupyterLab on the notebooks (for class)"
-	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to bench/results/*.json"
+	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to src/seqviz/recorded/*.json"
 	@echo "make slides - the chapters as static reveal.js slides into _build/html/slides (make book builds them too)"
 	@echo "make unit | nbval | browser-test - one part of make test"
 	@echo "Shipped checkpoints, rebuilt from the repository's code and data (hours on one thread; each prints the"
@@ -71,9 +71,9 @@ lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
 # ---- the book -------------------------------------------------------------------------------------------------
 # Jupyter Book's cache keys on code cells only: a notebook whose cells did not change would keep outputs (and widget
 # JS) made by an older seqviz. Any change to the package's sources clears the cache. Sphinx re-reads only the pages
-# whose files changed, so the Measured appendix (which reads bench/results/*.json when it is built) would keep old
-# figures after `make bench`: a change to a results file clears the doctrees too.
-PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' 2>/dev/null) $(wildcard bench/results/*.json)
+# whose files changed, so the Measured appendix (which reads src/seqviz/recorded/*.json when it is built) would keep
+# old figures after `make bench`: a change to a results file clears the doctrees too.
+PKG_SOURCES := $(shell find src/seqviz -name '*.py' -o -name '*.js' -o -name '*.css' -o -name '*.json' 2>/dev/null)
 $(STAMPS)/pkg: $(PKG_SOURCES)
 	@mkdir -p $(STAMPS)
 	rm -rf .jupyter_cache _build/.doctrees
@@ -143,7 +143,7 @@ copy-summarizer: setup
 # Chapter 4's character LSTM (issue 22): two layers of 384 units trained stateful on the Shakespeare training split by
 # seqviz.char_lstm.CharLSTMRecipe (4 passes, AdamW, warm-up + cosine), written to
 # src/seqviz/checkpoints/shakespeare_char_lstm.pt in float16 (3.8 MB); one thread (the time and load of the committed
-# build are in the file's record and in bench/results/lstm.json). It prints the SHA-256 to put in
+# build are in the file's record and in src/seqviz/recorded/lstm.json). It prints the SHA-256 to put in
 # seqviz.char_lstm.CHECKPOINT_SHA256.
 .PHONY: char-lstm
 char-lstm: setup

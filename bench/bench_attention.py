@@ -1,5 +1,5 @@
 """Benchmark: attention's quadratic cost, seq2seq training throughput, date-task exact match, and translation BLEU
-with paired bootstrap significance (chapter 5). Figures go to bench/results/attention.json.
+with paired bootstrap significance (chapter 5). Figures go to src/seqviz/recorded/attention.json.
 
     .venv/bin/python bench/bench_attention.py --quick     # 1 and 2 with T up to 1024: about a minute
     .venv/bin/python bench/bench_attention.py             # 1 to 3, T up to 2048: minutes

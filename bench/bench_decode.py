@@ -13,7 +13,7 @@ on the weights) generates 200 tokens from <s> two ways, with the same decoder lo
   row, O(n) in all; beam search scores its 4 hypotheses as one batch of 4 rows.
 
 Both produce the same tokens (checked). tokens/s counts generated positions (200 per run; a beam of 4 scores 4
-hypotheses at each). Figures go to bench/results/decode.json.
+hypotheses at each). Figures go to src/seqviz/recorded/decode.json.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
     .venv/bin/python bench/bench_lstm.py --presets full     # only the `full` preset
     .venv/bin/python bench/bench_lstm.py --char --agreement # chapter 4's shipped char LSTM and agreement, ~3 min
 
-Figures go to bench/results/lstm.json (date, CPU, cores, torch version), merged with its last contents.
+Figures go to src/seqviz/recorded/lstm.json (date, CPU, cores, torch version), merged with its last contents.
 
 1. Training throughput (tokens/s) of one LSTMLM run two ways on the same batches: impl="scratch" (the LSTMCell
    loop the chapter explains, one line per equation) and impl="fused" (torch.nn.LSTM on the same parameters, what
@@ -260,7 +260,7 @@ def main() -> None:
     for other in ("ngram", "window", "rnn"):                    # chapters 1-3, as their benches last measured them
         for r in (read_results(other) or {}).get("rows", []):
             if isinstance(r.get("test"), (int, float)):
-                rows.append((str(r.get("name")), r["test"], f"bench/results/{other}.json"))
+                rows.append((str(r.get("name")), r["test"], f"src/seqviz/recorded/{other}.json"))
     for name, ppl in PUBLISHED:
         rows.append((name, ppl, "published"))
     for name, ppl, note in rows:

@@ -10,7 +10,7 @@ and then scored with ``logscore`` on exactly those predictions. NLTK's Kneser-Ne
 second at best, so it is scored on a prefix of the test set and its whole-test time is extrapolated in proportion
 to the number of predictions; the table says which rows are extrapolated. Peak memory is the growth of the
 process's peak resident set (VmHWM, reset just before fitting) over its size before fitting. A full run (not
---quick) writes its table to bench/results/ngram.json for the book's Measured appendix.
+--quick) writes its table to src/seqviz/recorded/ngram.json for the book's Measured appendix.
 """
 from __future__ import annotations
 

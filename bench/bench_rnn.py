@@ -6,7 +6,7 @@
     .venv/bin/python bench/bench_rnn.py --quick           # throughput only, ~1 min
 
 Times are for one thread of a 2-core machine shared with other work; two free cores are faster. Figures go to
-bench/results/rnn.json, merged with its last contents (a run of one part keeps the other parts).
+src/seqviz/recorded/rnn.json, merged with its last contents (a run of one part keeps the other parts).
 
 1. Training throughput (tokens/s) of one RNNLM run two ways, side by side on the same batches: impl="scratch"
    (the ElmanCell loop the chapter explains) and impl="fused" (torch.nn.RNN running on the same parameters, what the
@@ -115,7 +115,7 @@ def main() -> None:
     only = args.presets.split(",") if args.presets else None
     if only and not set(only) <= set(PRESETS):
         ap.error(f"--presets must name presets from {sorted(PRESETS)}, got {args.presets!r}")
-    # figures merge into bench/results/rnn.json, so a run of one part keeps the other parts' last figures
+    # figures merge into src/seqviz/recorded/rnn.json, so a run of one part keeps the other parts' last figures
     figures = {k: v for k, v in (read_results("rnn") or {}).items() if k != "machine"}
     figures["published"] = {name: ppl for name, ppl in PUBLISHED}
     if not only:

@@ -30,7 +30,7 @@ ladder (``seqviz.recap``) draws. The rows carry ``corpus: "PTB"`` and a numeric 
 figures. With ``--threads 1`` the rows are the ladder's (one thread's CPU minutes, as every family); with more
 threads they go to ``ptb_wall`` (with its machine line) and the ladder's rows are kept: the wall-clock record.
 
-Figures go to bench/results/transformer.json; each mode rewrites its own part (``protocol_machine``,
+Figures go to src/seqviz/recorded/transformer.json; each mode rewrites its own part (``protocol_machine``,
 ``ablation_machine``, ``ptb_machine``) and keeps the others. Why ``TUNED`` and the PTB preset are what they are:
 bench/README.md, section bench_transformer.py.
 """

@@ -18,7 +18,7 @@ The variants are compared on the **validation** pairs (greedy BLEU); each build'
 BLEU, which plays no part in the choice. On a machine without the corpora (a GPU machine with no network), carry the
 ``data`` file and trans-de-en's ``de-en`` file, and point ``SEQVIZ_DATA_DIR`` at a folder holding it as
 ``trans-de-en/usr/share/trans/de-en`` (stage 2 reads the example sentences again). ``score`` writes
-bench/results/translator.json (the sweep's record as ``sweep`` and ``sweep_machine``); the GRU with attention it
+src/seqviz/recorded/translator.json (the sweep's record as ``sweep`` and ``sweep_machine``); the GRU with attention it
 compares against is retrained by ``bench_attention.py``'s recipe on one thread (about 13 minutes) unless
 ``--quick`` (which only prints).
 """
@@ -217,7 +217,7 @@ def score(args) -> None:
     """A stage-2 checkpoint (``make translator``'s, or a sweep's) on this machine's CPU, as a reader loads it (float16
     weights): BLEU greedy and beam 5 on the test pairs, the paired bootstrap of beam vs greedy and (unless --quick)
     of the translator vs the chapter's GRU with attention retrained by bench_attention.py's recipe on one thread;
-    writes bench/results/translator.json (not with --quick), keeping the sweep's record (``--sweep``: a sweep.json
+    writes src/seqviz/recorded/translator.json (not with --quick), keeping the sweep's record (``--sweep``: a sweep.json
     to add)."""
     from _results import read_results, write_results
 
@@ -290,7 +290,7 @@ def score(args) -> None:
     examples = [{"source": p.source, "reference": p.target, "greedy": g, "beam5": b}
                 for p, g, b in list(zip(test, hyps["transformer", "greedy"], hyps["transformer", "beam"]))[:12]]
     if args.quick:
-        print("a --quick run: bench/results/translator.json is left as it was")
+        print("a --quick run: src/seqviz/recorded/translator.json is left as it was")
         return
     keep = {k: v for k, v in old.items() if k.startswith("sweep")}
     write_results("translator", {**keep, "rows": rows, "significance": significance, "examples": examples,
@@ -302,7 +302,7 @@ def gru_same_data(args) -> None:
     BPE (the ``data`` file, re-batched at chapter 5's 64), ``--gru-passes`` passes, the best by validation loss kept;
     scored on the same 591 test pairs beside the translator checkpoint's decodes, with the paired bootstrap. So the
     translator's lead over chapter 5's GRU splits into what the data gives and what the architecture gives. Adds
-    ``gru_same_data`` (and its significance and machine) to bench/results/translator.json, keeping the rest."""
+    ``gru_same_data`` (and its significance and machine) to src/seqviz/recorded/translator.json, keeping the rest."""
     from dataclasses import replace as dc_replace
 
     from _results import machine, read_results, write_results
@@ -315,7 +315,7 @@ def gru_same_data(args) -> None:
 
     old = read_results("translator")
     if not old or not old.get("rows"):
-        raise SystemExit("run `score` first: this mode adds to bench/results/translator.json")
+        raise SystemExit("run `score` first: this mode adds to src/seqviz/recorded/translator.json")
     with gzip.open(args.data, "rb") as f:
         task, _, counts = pickle.load(f)
     task = dc_replace(task, train=PairBatches(task.train.sources, task.train.targets, 64, task.src_vocab.pad_id,

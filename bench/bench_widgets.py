@@ -13,7 +13,7 @@
 3. Page weight of the built "Visual tools" page (`make book` first): every byte the page loads, by kind; and the size
    of the JS/fonts vendored for reading offline (served with every page, loaded only as needed).
 
-The figures are printed and written to bench/results/widgets.json (with date, CPU, core count and torch version).
+The figures are printed and written to src/seqviz/recorded/widgets.json (with date, CPU, core count and torch version).
 Run: .venv/bin/python bench/bench_widgets.py [--quick] [--layers 12 --heads 12 --tokens 128 --repeats 60]
      [--beam 5 --beam-steps 20]
 """

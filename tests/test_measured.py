@@ -1,7 +1,7 @@
-"""The recorded benchmark results: bench/_results.py writes bench/results/*.json; the package reads them back
-(seqviz.results: tables; seqviz.recap: the chapters' ladder), from the repository's bench/results, for the Measured
-appendix (book/measured.ipynb) and the chapter recaps. The readers and the HTML they make are tested on results files
-written here, and the chapters' stored recaps against the committed files."""
+"""The recorded benchmark results: bench/_results.py writes src/seqviz/recorded/*.json (package data); the package
+reads them back (seqviz.results: tables; seqviz.recap: the chapters' ladder) wherever it is installed, for the Measured
+appendix (book/measured.ipynb), the chapters and their recaps. The readers and the HTML they make are tested on
+results files written here, and the chapters' stored recaps against the committed files."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ import pytest
 from seqviz import recap, results
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"  # the committed results
+RESULTS = ROOT / "src" / "seqviz" / "recorded"  # the committed results
 sys.path.insert(0, str(ROOT / "bench"))
 import _results  # noqa: E402  (the writing side; bench/ is not a package)
 
@@ -27,12 +27,9 @@ WINDOW = {"machine": {"date": "2026-11-23T10:00:00+00:00", "cpu": "Test CPU", "c
 
 @pytest.fixture
 def res_dir(tmp_path):
-    """tmp/results with three results files, and tmp/bench_*.py beside it as in a repository's bench/."""
+    """tmp/results with two results files."""
     root = tmp_path / "results"
     root.mkdir()
-    (tmp_path / "bench_window.py").write_text("")
-    (tmp_path / "bench_ngram.py").write_text("")
-    (tmp_path / "bench_widgets.py").write_text("")
     (root / "window.json").write_text(json.dumps(WINDOW))
     (root / "widgets.json").write_text(json.dumps({"machine": WINDOW["machine"], "latency_ms": {"heatmap": 3.25},
                                                    "sizes": {"4x4x64": [{"bytes": 65536}]}}))
@@ -42,7 +39,35 @@ def res_dir(tmp_path):
 def test_files_read_in_lecture_order_and_missing_benches_named(res_dir):
     assert list(results.all_results(res_dir)) == ["window", "widgets"]
     assert results.read_results("ngram", res_dir) is None
-    assert results.missing(res_dir) == ["python bench/bench_ngram.py"]
+    assert results.missing(res_dir) == [f"python bench/bench_{n}.py" for n in results.BENCHES
+                                        if n not in ("window", "widgets")]
+
+
+def test_every_bench_has_its_results_file_and_only_benches_do():
+    """BENCHES names every bench/bench_NAME.py, and the package ships one recorded file for each, and no other (a
+    quick run writes to _build/bench/, not into the package)."""
+    benches = {p.stem[len("bench_"):] for p in (ROOT / "bench").glob("bench_*.py")}
+    assert set(results.BENCHES) == benches
+    assert {p.stem for p in RESULTS.glob("*.json")} == benches
+    assert results.missing() == []
+    assert results.results_dir() == RESULTS  # the editable install reads the repository's own files
+    with pytest.raises(ValueError, match="no bench is called 'atention'"):
+        results.read_results("atention")
+
+
+def test_the_wheel_ships_the_recorded_results():
+    """What a Colab reader installs holds the files the chapters read (pyproject's package-data)."""
+    import tomllib
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["seqviz"]
+    assert "recorded/*.json" in data
+
+
+def test_backticks_in_a_results_file_become_code_not_text():
+    """A bench writes a preset as `full`; the table shows it as code, never a raw backtick (HTML and PDF)."""
+    out = results.html_table([{"preset": "`full`", "note": "the `ptb` run, <b> is text", "odd": "a ` b"}],
+                             ["preset", "note", "odd"])
+    assert "<td><code>full</code></td>" in out and "the <code>ptb</code> run, &lt;b&gt; is text" in out
+    assert "`" not in out
 
 
 def test_tables_show_the_files_numbers_escaped(res_dir):
@@ -91,13 +116,18 @@ def test_html_table_rejects_what_is_not_a_table():
 
 
 def test_write_results_records_the_machine(tmp_path, monkeypatch):
-    monkeypatch.setattr(_results, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(_results, "ROOT", tmp_path)
+    monkeypatch.setattr(_results, "RESULTS", tmp_path / "recorded")
+    monkeypatch.setattr(_results, "SCRATCH", tmp_path / "_build" / "bench")
     monkeypatch.setattr(sys, "argv", ["/x/bench/bench_demo.py", "--quick"])
     path = _results.write_results("demo", {"rows": [{"name": "a", "test": 1.5}]})
+    assert path == tmp_path / "_build" / "bench" / "demo.json"  # no bench's name: never into the package
+    assert _results.write_results("window", {"rows": []}) == tmp_path / "recorded" / "window.json"
     data = json.loads(path.read_text())
     assert set(data["machine"]) >= {"date", "cpu", "cores", "torch", "threads"} and data["rows"][0]["test"] == 1.5
     assert data["machine"]["command"] == "python bench/bench_demo.py --quick"  # a quick run says so on the page
-    assert "by `python bench/bench_demo.py --quick`" in results.machine_line(data)
+    assert "by the command python bench/bench_demo.py --quick" in results.machine_line(data)
+    assert _results.read_results("demo")["rows"][0]["test"] == 1.5  # read back from where it was written
     if hasattr(__import__("os"), "getloadavg"):  # the load at the start and the end of the run, both recorded
         assert len(data["machine"]["load"]) == 2 and all(x >= 0 for x in data["machine"]["load"])
 
@@ -146,38 +176,17 @@ def test_a_new_result_moves_the_recap(res_dir):
     assert before[1]["perplexity"] == 171.5 and (after[1]["model"], after[1]["perplexity"]) == ("window LM, full", 120.0)
 
 
-def test_seqviz_recap_finds_the_bench_from_a_notebook_folder(tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
-    assert recap.find_bench(ROOT / "notebooks") == ROOT / "bench"  # a chapter runs in notebooks/ of a clone
-    alone = tmp_path / "colab"
-    alone.mkdir()
-    assert not any((p / "bench" / "results").is_dir() for p in [alone, *alone.parents])  # the premise of what follows
-    assert recap.find_bench(alone) is None  # a notebook opened alone: no bench/results above it
-    assert recap.show_recap("ngram", start=alone) is None
-    assert "SEQVIZ_ROOT" in capsys.readouterr().out
-    monkeypatch.chdir(alone)
-    with pytest.raises(FileNotFoundError, match="SEQVIZ_ROOT"):
-        results.read_results("ngram")
-    monkeypatch.setenv("SEQVIZ_ROOT", str(ROOT))
-    assert recap.find_bench(alone) == ROOT / "bench"
-    assert results.results_dir() == RESULTS and results.read_results("ngram") == json.loads(
-        (RESULTS / "ngram.json").read_text())
-
-
-def test_seqviz_recap_renders_the_results_files_with_no_code_from_bench(res_dir, monkeypatch):
-    """The package reads bench/results/*.json itself: a repository whose bench/ holds only results/ is enough."""
+def test_recap_reads_the_packaged_results_from_any_folder(tmp_path, monkeypatch):
+    """A chapter run outside the repository (Colab: no bench/ anywhere) draws the same recap as in a clone."""
     import matplotlib
 
     matplotlib.use("Agg")
-    repo = res_dir.parent / "repo"
-    (repo / "bench").mkdir(parents=True)
-    res_dir.rename(repo / "bench" / "results")
-    assert sorted(p.name for p in (repo / "bench").iterdir()) == ["results"]
-    monkeypatch.delenv("SEQVIZ_ROOT", raising=False)
-    rows = recap.show_recap("window", start=repo)
-    assert [(r["chapter"], r["perplexity"]) for r in rows] == [("1 n-gram", None), ("2 fixed window", 171.5)]
-    monkeypatch.chdir(repo / "bench")  # found from the working directory too, as a notebook in the clone finds it
-    assert list(results.all_results()) == ["window", "widgets"]
+    alone = tmp_path / "colab"
+    alone.mkdir()
+    monkeypatch.chdir(alone)
+    rows = recap.show_recap("window")
+    assert rows == recap.chapter_rungs(results.all_results(RESULTS), "window")
+    assert [r["chapter"] for r in rows] == ["1 n-gram", "2 fixed window"] and all(r["perplexity"] for r in rows)
 
 
 def test_bench_results_reads_with_the_package_readers(res_dir):
@@ -188,13 +197,13 @@ def test_bench_results_reads_with_the_package_readers(res_dir):
     assert as_text(_results.read_results("window", res_dir)) == as_text(results.read_results("window", res_dir))
     assert as_text(results.read_results("window", res_dir)) == as_text(WINDOW)
     assert _results.all_results() == results.all_results(RESULTS) and "ngram" in _results.all_results()
-    assert _results.missing(res_dir) == results.missing(res_dir) == ["python bench/bench_ngram.py"]
+    assert _results.missing(res_dir) == results.missing(res_dir)
 
 
 # ---- the recaps stored in the chapters are the committed results, not older ones ------------------------------------
 # The book renders each chapter's stored outputs (execution is off) and nbval ignores the recap cells' output (their
 # plots differ by platform), so nothing else would notice a chapter whose recap was executed before a results file
-# changed: the table a recap stored must be the table the committed bench/results/*.json make now.
+# changed: the table a recap stored must be the table the committed recorded results make now.
 #: a recap cell's call, with the chapter it stops at (none: every chapter)
 RECAP_CALL = re.compile(r"show_recap\((?:upto=)?(?:\"(\w+)\")?\)")
 
@@ -223,13 +232,14 @@ def test_stored_recap_tables_match_the_committed_results(upto, stored):
     now = results.html_table(rungs, recap.RECAP_COLUMNS)
     assert stored, "the recap cell stored no table: re-execute the chapter"
     assert stored[-1].strip() == now.strip(), (
-        f"the recap this chapter stored (up to {upto or 'the last chapter'}) is not what bench/results/*.json give now: "
+        f"the recap this chapter stored (up to {upto or 'the last chapter'}) is not what seqviz/recorded/*.json give "
+        "now: "
         "re-execute the chapter (jupyter nbconvert --to notebook --execute --inplace notebooks/NN_name.ipynb)")
 
 
 def _cells_reading_results():
     """(notebook cell id, when the cell ran, the results files it reads) for every chapter cell that reads
-    bench/results: by name (``read_results("NAME")``, ``bench_results("NAME")``) or through a recap (the ladder's files
+    the recorded results: by name (``read_results("NAME")``, ``bench_results("NAME")``) or through a recap (the ladder's files
     up to its chapter)."""
     ladder = list(recap.CHAPTERS)
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -247,7 +257,7 @@ def _cells_reading_results():
 @pytest.mark.parametrize("ran, names", list(_cells_reading_results()))
 def test_chapter_cells_ran_after_the_results_they_read(ran, names):
     """The book shows stored outputs and nbval ignores these cells' (their figures are platform-dependent plots and
-    tables): a cell that reads bench/results/NAME.json must have run after NAME.json was last measured."""
+    tables): a cell that reads recorded/NAME.json must have run after NAME.json was last measured."""
     import datetime
     assert ran, "no execution time stored: execute the chapter with `jupyter nbconvert --execute --inplace`"
     ran_at = datetime.datetime.fromisoformat(ran.replace("Z", "+00:00"))
@@ -257,7 +267,7 @@ def test_chapter_cells_ran_after_the_results_they_read(ran, names):
             continue
         measured = figures["machine"]["date"]
         assert ran_at >= datetime.datetime.fromisoformat(measured), (
-            f"this cell ran at {ran} but bench/results/{name}.json was measured at {measured}: its stored output "
+            f"this cell ran at {ran} but recorded/{name}.json was measured at {measured}: its stored output "
             "shows older figures; re-execute the chapter")
 
 

@@ -32,7 +32,7 @@ __all__ = ["CharLSTMRecipe", "train_char_lstm", "save_char_lstm", "load_char_lst
 CHECKPOINT_PATH = Path(__file__).resolve().parent / "checkpoints" / "shakespeare_char_lstm.pt"
 #: SHA-256 of the committed checkpoint; ``make char-lstm`` prints the value of a rebuilt one. A rebuild on another
 #: CPU or torch version may differ in the last bits, and then has another SHA-256. How long it took and what it
-#: scored are in the file's ``info`` and in bench/results/lstm.json ("char_checkpoint").
+#: scored are in the file's ``info`` and in src/seqviz/recorded/lstm.json ("char_checkpoint").
 CHECKPOINT_SHA256 = "cfe9934146ae7a916b4d3a92422ab304ca5ec42751f58c70f12a0099a129307d"
 #: the fixed slice the recorded loss is measured on: characters [start, stop) of the test split
 SLICE = (0, 20_000)

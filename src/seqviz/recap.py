@@ -1,10 +1,8 @@
 """The chapter recaps: the perplexity ladder so far, one rung per chapter, read from the benchmarks' recorded results.
 
-The benchmarks (``bench/bench_*.py`` in the repository) write their figures to ``bench/results/NAME.json``;
-:mod:`seqviz.results` reads them back, from the repository's ``bench/results`` (found from ``SEQVIZ_ROOT`` or the
-working directory upwards, :func:`find_bench`). A chapter's recap shows the same figures as the book's Measured
-appendix, so no measured number in a chapter is typed by hand; where the results are not found (e.g. a notebook
-opened alone on Colab), :func:`show_recap` says where to look.
+The benchmarks (``bench/bench_*.py`` in the repository) write their figures to the package's recorded results
+(``seqviz/recorded/NAME.json``), which :mod:`seqviz.results` reads back wherever the package is installed. A chapter's
+recap shows the same figures as the book's Measured appendix, so no measured number in a chapter is typed by hand.
 
 "Which model is better" depends on what each was given, so the recap's ladder is drawn at equal cost: perplexity
 against the training minutes on one CPU thread (:func:`training_curves`, :func:`plot_compute`), one curve per run
@@ -16,9 +14,9 @@ import math
 import os
 import re
 
-from seqviz.results import all_results, find_bench, fmt, html_table, ladder, plot_rungs
+from seqviz.results import all_results, fmt, html_table, ladder, plot_rungs
 
-__all__ = ["find_bench", "show_recap", "chapter_rungs", "training_curves", "plot_compute", "CHAPTERS", "FAMILY",
+__all__ = ["show_recap", "chapter_rungs", "training_curves", "plot_compute", "CHAPTERS", "FAMILY",
            "RECAP_COLUMNS"]
 
 #: the benches that put a chapter's model on the PTB perplexity ladder, in lecture order, with the chapter they measure
@@ -168,21 +166,14 @@ def chapter_rungs(results: dict[str, dict], upto: str | None = None) -> list[dic
     return out
 
 
-def show_recap(upto: str | None = None, start: str | os.PathLike | None = None) -> list[dict] | None:
+def show_recap(upto: str | None = None) -> list[dict]:
     """Draw the PTB ladder up to the chapter whose bench is ``upto`` ("ngram", "window", "rnn", "lstm",
     "transformer"; None: all) at equal cost (:func:`plot_compute`), and tabulate it, one rung per chapter with its
-    budget and the published figures beside ours, from the repository's ``bench/results`` (:func:`find_bench` from
-    ``start``, default the working directory). Returns the rows, or None (after saying why) where the repository's
-    results are not found."""
-    bench = find_bench(start)
-    if bench is None:
-        print("The recorded benchmark results are not here: this notebook runs outside a clone of the seqviz "
-              "repository. Set SEQVIZ_ROOT to a clone, or read them in the book's Measured appendix.")
-        return None
+    budget and the published figures beside ours, from the recorded results. Returns the rows."""
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    results = all_results(bench / "results")
+    results = all_results()
     rungs = chapter_rungs(results, upto)
     curves = training_curves(results, upto)
     if len({c["bench"] for c in curves}) > 1:                          # a ladder to compare: at equal cost

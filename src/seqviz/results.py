@@ -1,14 +1,11 @@
-"""The benchmarks' recorded figures, read back: ``bench/results/NAME.json`` of the repository, as tables.
+"""The benchmarks' recorded figures, read back as tables: ``seqviz/recorded/NAME.json``, shipped with the package.
 
-Every ``bench/bench_NAME.py`` of the repository writes its figures to ``bench/results/NAME.json`` (with the machine
-they were measured on: ``bench/_results.py``, the writing side, which stays with the benchmarks). The book's Measured
-appendix (``book/measured.ipynb``) and the chapter recaps (:mod:`seqviz.recap`) render those files with the readers
-here, so no measured number on a page is typed by hand.
-
-**Where the files are.** They belong to the repository, not to the installed package: :func:`results_dir` is
-``$SEQVIZ_ROOT/bench/results`` when ``SEQVIZ_ROOT`` names a clone, else the first ``bench/results`` folder found in
-the working directory or one of its parents (a notebook run in ``notebooks/`` or ``book/`` of a clone). Every reader
-takes ``root`` to read another folder.
+Every ``bench/bench_NAME.py`` of the repository writes its figures to ``src/seqviz/recorded/NAME.json`` (with the
+machine they were measured on: ``bench/_results.py``, the writing side, which stays with the benchmarks). The files are
+package data, so a chapter run anywhere (a clone, a wheel installed on Colab) reads the same figures as the built
+book: ``from seqviz import results; results.read_results("attention")``. The book's Measured appendix and the chapter
+recaps (:mod:`seqviz.recap`) render them with the readers here, so no measured number on a page is typed by hand.
+Every reader takes ``root`` to read another folder.
 
 What a file holds, besides ``machine``: any JSON, rendered generically (a list of flat dicts is a table, a dict of
 scalars a two-column table). Two keys have a meaning:
@@ -24,34 +21,17 @@ import html
 import json
 import math
 import os
+import re
 from pathlib import Path
 
-__all__ = ["find_bench", "results_dir", "ORDER", "expected", "read_results", "all_results", "missing", "fmt",
-           "html_table", "machine_line", "sections", "ladder", "plot_rungs"]
+__all__ = ["results_dir", "BENCHES", "ORDER", "read_results", "all_results", "missing", "fmt", "html_table",
+           "machine_line", "sections", "ladder", "plot_rungs"]
 
 
 # ---- where the results are -----------------------------------------------------------------------------------------
-def find_bench(start: str | os.PathLike | None = None) -> Path | None:
-    """The repository's ``bench`` folder, the one holding ``results/``: ``$SEQVIZ_ROOT/bench`` when ``SEQVIZ_ROOT``
-    is set and has one, else the first ``bench/results`` found in ``start`` (default: the working directory) or one
-    of its parents; None when there is none (e.g. a notebook opened alone on Colab)."""
-    root = os.environ.get("SEQVIZ_ROOT")
-    candidates = [Path(root)] if root else []
-    here = Path(start if start is not None else Path.cwd()).resolve()
-    candidates += [here, *here.parents]
-    for p in candidates:
-        if (p / "bench" / "results").is_dir():
-            return p / "bench"
-    return None
-
-
-def results_dir(start: str | os.PathLike | None = None) -> Path:
-    """``bench/results`` of the repository (see :func:`find_bench`); a clear error where there is none."""
-    bench = find_bench(start)
-    if bench is None:
-        raise FileNotFoundError("no bench/results folder here or above the working directory: run this inside a "
-                                "clone of the seqviz repository, set SEQVIZ_ROOT to one, or pass root=")
-    return bench / "results"
+def results_dir() -> Path:
+    """The folder of the recorded results: ``recorded/`` inside the installed package."""
+    return Path(__file__).resolve().parent / "recorded"
 
 
 def _root(root) -> Path:
@@ -59,22 +39,22 @@ def _root(root) -> Path:
 
 
 # ---- reading them ---------------------------------------------------------------------------------------------------
-#: the benches in lecture order; a results file not listed here comes after them, by name
-ORDER = ("ngram", "window", "rnn", "lstm", "attention", "transformer", "translator", "summarize", "widgets", "book")
+#: every bench of the repository (``bench/bench_NAME.py`` writes ``NAME.json``), in lecture order
+BENCHES = ("ngram", "window", "rnn", "lstm", "attention", "transformer", "translator", "summarize", "decode",
+           "widgets", "book")
+#: the order the Measured appendix lists results files in; a file not listed comes after them, by name
+ORDER = BENCHES
 
 
 def _rank(name: str) -> tuple:
     return (ORDER.index(name), "") if name in ORDER else (len(ORDER), name)
 
 
-def expected(root: str | os.PathLike | None = None) -> list[str]:
-    """Names of the results files the benches in ``root``'s parent folder write (bench_NAME.py -> NAME)."""
-    return sorted((p.stem[len("bench_"):] for p in _root(root).parent.glob("bench_*.py")), key=_rank)
-
-
 def read_results(name: str, root: str | os.PathLike | None = None) -> dict | None:
-    """The figures in ``root/NAME.json`` (default root: :func:`results_dir`), or None when that bench has not been
-    run here."""
+    """The figures in ``NAME.json`` of the recorded results (or of ``root``); None when that file does not exist (a
+    bench that has not been run); a clear error for a name that is no bench."""
+    if root is None and name not in BENCHES:
+        raise ValueError(f"no bench is called {name!r}: the recorded results are {', '.join(BENCHES)}")
     path = _root(root) / f"{name}.json"
     if not path.is_file():
         return None
@@ -86,17 +66,16 @@ def read_results(name: str, root: str | os.PathLike | None = None) -> dict | Non
 
 
 def all_results(root: str | os.PathLike | None = None) -> dict[str, dict]:
-    """Every results file in ``root``, in lecture order: {name: figures}."""
+    """Every results file in the recorded results (or ``root``), in lecture order: {name: figures}."""
     root = _root(root)
     names = sorted((p.stem for p in root.glob("*.json")), key=_rank)
     return {n: read_results(n, root) for n in names}
 
 
 def missing(root: str | os.PathLike | None = None) -> list[str]:
-    """Benches whose results file is absent, each as the command that writes it."""
-    root = _root(root)
-    have = {p.stem for p in root.glob("*.json")}
-    return [f"python bench/bench_{n}.py" for n in expected(root) if n not in have]
+    """Benches whose results file is absent, each as the command (in a clone of the repository) that writes it."""
+    have = {p.stem for p in _root(root).glob("*.json")}
+    return [f"python bench/bench_{n}.py" for n in BENCHES if n not in have]
 
 
 # ---- rendering them -------------------------------------------------------------------------------------------------
@@ -129,10 +108,12 @@ CELL_MAX = 400
 
 
 def _cell(v) -> str:
+    """One cell as HTML: the text escaped, at most :data:`CELL_MAX` characters; Markdown code spans (a preset's name as a
+    bench writes it, e.g. the text `full` in backticks) become ``<code>``, so no raw backtick reaches the page."""
     text = fmt(v)
-    if len(text) <= CELL_MAX:
-        return text
-    return f"{text[:CELL_MAX]} … ({len(text) - CELL_MAX:,} more characters in the results file)"
+    if len(text) > CELL_MAX:
+        text = f"{text[:CELL_MAX]} … ({len(text) - CELL_MAX:,} more characters in the results file)"
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text)).replace("`", "")
 
 
 def html_table(rows, columns=None, caption: str | None = None) -> str:
@@ -148,25 +129,26 @@ def html_table(rows, columns=None, caption: str | None = None) -> str:
     out = ['<table class="table sv-measured">']
     if caption:
         out.append(f"<caption>{html.escape(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr></thead><tbody>")
+    out.append("<thead><tr>" + "".join(f"<th>{_cell(str(c))}</th>" for c in columns) + "</tr></thead><tbody>")
     for r in rows:
         cells = []
         for c in columns:
             v = r.get(c)
             num = isinstance(v, (int, float)) and not isinstance(v, bool)
             style = ' style="text-align:right"' if num else ""
-            cells.append(f"<td{style}>{html.escape(_cell(v))}</td>")
+            cells.append(f"<td{style}>{_cell(v)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
 
 def machine_line(figures: dict) -> str:
-    """'measured DATE on CPU (N cores, torch V, T threads) by `COMMAND`': what a file's figures depend on."""
+    """'measured DATE on CPU (N cores, torch V, T threads) by the command COMMAND': what a file's figures depend
+    on (for the Measured appendix; a chapter shows no machine line)."""
     m = figures.get("machine") or {}
     line = (f"measured {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores, torch "
             f"{m.get('torch', '?')}, {m.get('threads', '?')} threads, {m.get('cpu_capability', '?')})")
-    line += f" by `{m['command']}`" if m.get("command") else ""
+    line += f" by the command {m['command']}" if m.get("command") else ""
     load = [x for x in (m.get("load") or []) if x is not None]
     if load:
         busy = max(load) > 0.5 * (m.get("cores") or 1)
