@@ -1,15 +1,23 @@
-"""The exercise checks accept a right answer and name the usual mistakes (seqviz.exercises)."""
+"""The exercise checks accept a right answer, raise AssertionError naming the usual mistake for a wrong one, and
+report a function not written yet without raising (seqviz.exercises)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from seqviz.exercises import check_beam_step, check_causal_mask, check_elman_step
+from seqviz.exercises import check_beam_step, check_causal_mask, check_elman_step, check_gru_step
 
 
 def _said(capsys) -> str:
     return capsys.readouterr().out
+
+
+def wrong(check, fn, says: str):
+    """A wrong answer fails the check with an AssertionError whose message says ``says``."""
+    with pytest.raises(AssertionError) as e:
+        check(fn)
+    assert says in str(e.value), str(e.value)
 
 
 def test_elman_step(capsys):
@@ -20,22 +28,22 @@ def test_elman_step(capsys):
         raise NotImplementedError
 
     assert check_elman_step(right) and "✓" in _said(capsys)
-    assert not check_elman_step(todo) and "not written yet" in _said(capsys)
-    assert not check_elman_step(lambda x, h, W, U: h @ U.T + x @ W.T) and "activation" in _said(capsys)
-    assert not check_elman_step(lambda x, h, W, U: torch.tanh(x @ W.T)) and "ignores h_{t-1}" in _said(capsys)
-    assert not check_elman_step(lambda x, h, W, U: torch.tanh(h @ U + x @ W.T)) and "differs" in _said(capsys)
-    assert not check_elman_step(lambda x, h, W, U: torch.tanh(U @ h + W @ x)) and "raised" in _said(capsys)
+    assert check_elman_step(todo) is False and "not written yet" in _said(capsys)  # reported, not raised
+    wrong(check_elman_step, lambda x, h, W, U: h @ U.T + x @ W.T, "activation")
+    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(x @ W.T), "ignores h_{t-1}")
+    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(h @ U + x @ W.T), "differs")
+    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(U @ h + W @ x), "raised")
 
 
 def test_causal_mask(capsys):
     assert check_causal_mask(lambda T: torch.ones(T, T).tril().bool()) and "✓" in _said(capsys)
     assert check_causal_mask(lambda T: np.tril(np.ones((T, T), dtype=bool)))            # numpy is fine too
     _said(capsys)
-    assert not check_causal_mask(lambda T: torch.ones(T, T).triu().bool()) and "transposed" in _said(capsys)
-    assert not check_causal_mask(lambda T: torch.ones(T, T).tril(-1).bool()) and "diagonal" in _said(capsys)
-    assert not check_causal_mask(lambda T: torch.ones(T, T).tril()) and "dtype" in _said(capsys)
-    assert not check_causal_mask(lambda T: ~torch.ones(T, T).tril().bool()) and "swapped" in _said(capsys)
-    assert not check_causal_mask(lambda T: torch.ones(T, T + 1).bool()) and "shape" in _said(capsys)
+    wrong(check_causal_mask, lambda T: torch.ones(T, T).triu().bool(), "transposed")
+    wrong(check_causal_mask, lambda T: torch.ones(T, T).tril(-1).bool(), "diagonal")
+    wrong(check_causal_mask, lambda T: torch.ones(T, T).tril(), "dtype")
+    wrong(check_causal_mask, lambda T: ~torch.ones(T, T).tril().bool(), "swapped")
+    wrong(check_causal_mask, lambda T: torch.ones(T, T + 1).bool(), "shape")
 
 
 def test_beam_step(capsys):
@@ -57,13 +65,23 @@ def test_beam_step(capsys):
         return sorted(best, key=lambda c: -float(scores[c[0]] + logp[c]))[:k]
 
     assert check_beam_step(right) and "✓" in _said(capsys)
-    assert not check_beam_step(added_probabilities) and "log-probabilities" in _said(capsys)
-    assert not check_beam_step(no_history) and "scores so far" in _said(capsys)
-    assert not check_beam_step(per_row) and ("all N x V" in _said(capsys))
-    assert not check_beam_step(lambda s, l, k: right(s, l, k)[::-1]) and "order" in _said(capsys)
-    assert not check_beam_step(lambda s, l, k: 7) and "list of (row, token)" in _said(capsys)
+    wrong(check_beam_step, added_probabilities, "log-probabilities")
+    wrong(check_beam_step, no_history, "scores so far")
+    wrong(check_beam_step, per_row, "all N x V")
+    wrong(check_beam_step, lambda s, l, k: right(s, l, k)[::-1], "order")
+    wrong(check_beam_step, lambda s, l, k: 7, "list of (row, token)")
 
 
-@pytest.mark.parametrize("check", [check_elman_step, check_causal_mask, check_beam_step])
-def test_not_a_function(check, capsys):
-    assert not check(42) and "expected a function" in _said(capsys)
+@pytest.mark.parametrize("check", [check_elman_step, check_causal_mask, check_beam_step, check_gru_step])
+def test_not_a_function(check):
+    wrong(check, 42, "expected a function")
+
+
+@pytest.mark.parametrize("check", [check_elman_step, check_causal_mask, check_beam_step, check_gru_step])
+def test_a_function_not_written_yet_is_reported_and_an_autograder_assert_fails(check, capsys):
+    def todo(*args):
+        raise NotImplementedError
+
+    assert check(todo) is False and "not written yet" in _said(capsys)
+    with pytest.raises(AssertionError):
+        assert check(todo)
