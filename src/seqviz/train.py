@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import torch
-from tqdm.auto import tqdm
+from seqviz.progress import progress
 
 from seqviz import default_device, evaluating, set_seed
 from seqviz._checks import IGNORE_INDEX
@@ -327,7 +327,7 @@ class Trainer:
             raise ValueError(f"{type(cfg.schedule).__name__} needs to know the run's length: set max_steps, or give "
                              "train_data a len() (a list, DataLoader or one of seqviz.data's batchers)")
         self._planned = planned
-        self._bar = tqdm(total=planned, desc="train", unit="step", dynamic_ncols=True) if cfg.progress else None
+        self._bar = progress(planned, "train", unit="step", dynamic_ncols=True) if cfg.progress else None
 
     def _train_epoch(self, epoch: int) -> None:
         """One pass over train_data (carry reset at its start), then the epoch's record and evaluation."""

@@ -152,8 +152,8 @@ def _fit(model: nn.Module, batches, steps: int, recipe, loss_fn, progress: bool)
     opt = _adamw(model, recipe.lr, recipe.weight_decay, getattr(recipe, "betas", (0.9, 0.999)))
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, desc="train", unit="step")
+        from seqviz.progress import progress as _progress
+        bar = _progress(steps, "train", unit="step")
     losses, t0 = [], time.process_time()
     model.train()
     for step, batch in enumerate(batches):
