@@ -250,6 +250,47 @@ def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):
         load_copy_summarizer(path, "0" * 64)
 
 
+def _toy_corpus(n_train=6, n_valid=2, seed=0):
+    """Articles of five sentences of 25-40 words over 30 words (each seen far more than min_count times): every
+    gap-sentence target is longer than a headline (max_summary = 16 words)."""
+    import random
+
+    from seqviz.data.corpora import Article
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(30)]
+
+    def article():
+        sents = [" ".join(rng.choice(words) for _ in range(rng.randrange(25, 41))) + "." for _ in range(5)]
+        return Article("toy", " ".join(rng.sample(words, 5)), " ".join(sents))
+    return NS(train=[article() for _ in range(n_train)], valid=[article() for _ in range(n_valid)])
+
+
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_the_recipe_pretrains_and_fine_tunes_both_architectures(arch, tmp_path):
+    # pretraining's gap-sentence targets (up to gap_max_summary = 32 words + </s>) are longer than headlines
+    # (max_summary = 16): the decoder-only model's one sequence, article + δ + target, must fit its position table
+    from seqviz.summarize.copy_checkpoint import (CopyRecipe, check_loss, load_copy_summarizer, save_copy_summarizer,
+                                                  train_copy_summarizer)
+    from seqviz.summarize.pairs import encode_pairs, gap_sentence_pairs
+
+    corpus = _toy_corpus()
+    recipe = CopyRecipe(arch=arch, pretrain_steps=1, finetune_steps=1)
+    model, tok, info = train_copy_summarizer(recipe, corpus, progress=False)
+    gap = encode_pairs(tok, gap_sentence_pairs(corpus.train, recipe.max_source), recipe.max_source,
+                       recipe.gap_max_summary)
+    assert info["pretrain_pairs"] == len(gap) <= recipe.batch_size                 # one batch: every pair was read
+    assert max(len(t) for _, t in gap) == recipe.gap_max_summary + 1 > recipe.max_summary + 1
+    assert np.isfinite([info["pretrain_loss"], info["finetune_loss"], info["check_loss"]]).all()
+    # the file's recipe rebuilds the same model: the tables it was trained with
+    path = tmp_path / "copy.pt"
+    loaded, _, _ = load_copy_summarizer(path, save_copy_summarizer(model, tok, info, path))
+    assert check_loss(loaded, tok, corpus) == pytest.approx(info["check_loss"], abs=1e-6)
+    # without pretraining, the tables are those a model without pretraining always had (its files still load)
+    lm = build_copy_model(CopyRecipe(arch="lm", pretrain_steps=0).model_config(len(tok)))
+    assert lm.net.config.max_len == recipe.max_source + recipe.max_summary + 1
+
+
 def test_token_prior_spreads_word_scores_over_the_copy_tokens():
     from seqviz.summarize.compress import token_prior
 

@@ -45,8 +45,11 @@ class CopyRecipe:
     seed: int = 0
 
     def model_config(self, vocab_size: int, copy: bool = True) -> CopyConfig:
+        """The model's sizes; its position tables fit the longest target it trains on (the gap sentences, when it
+        is pretrained), so a model made without pretraining has the tables it always had."""
         return CopyConfig(vocab_size, arch=self.arch, copy=copy, d_model=self.d_model, num_layers=self.num_layers,
-                          dropout=self.dropout, max_source=self.max_source, max_summary=self.max_summary)
+                          dropout=self.dropout, max_source=self.max_source, max_summary=self.max_summary,
+                          max_target=self.gap_max_summary if self.pretrain_steps else None)
 
 
 def _fit(model, pairs, steps: int, recipe: CopyRecipe, pad_id: int, progress: bool, warmup: int):

@@ -46,6 +46,8 @@ class CopyConfig:
     dropout: float = 0.1
     max_source: int = 80         # article words read (the lead: 58 % of BBC headline words are in its first 60)
     max_summary: int = 16        # headline words (BBC: 99 % have at most 10)
+    max_target: int | None = None  # the longest target it trains on, in words, where longer than a headline
+                                 # (pretraining's gap sentences); None: max_summary. Sizes the position tables
 
     def __post_init__(self):
         if self.arch not in ("encdec", "lm"):
@@ -54,8 +56,16 @@ class CopyConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"CopyConfig.{name} must be a positive int, got {v!r}")
+        v = self.max_target
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"CopyConfig.max_target must be a positive int or None (= max_summary), got {v!r}")
         if self.vocab_size <= len(WORD_SPECIALS):
             raise ValueError(f"vocab_size={self.vocab_size} leaves no room for words beside the specials")
+
+    @property
+    def target_positions(self) -> int:
+        """Decoder positions the longest training target needs: its words and </s>."""
+        return max(self.max_summary, self.max_target or 0) + 1
 
 
 def _in_vocab(ids: Tensor, V: int) -> Tensor:
@@ -132,7 +142,7 @@ class CopyEncoderDecoder(_CopyModel):
         super().__init__()
         self.config = c = config
         self.net = EncoderDecoderTransformer(EncoderDecoderConfig(
-            c.vocab_size, c.vocab_size, BOS, PAD, max_len=max(c.max_source, c.max_summary + 1), d_model=c.d_model,
+            c.vocab_size, c.vocab_size, BOS, PAD, max_len=max(c.max_source, c.target_positions), d_model=c.d_model,
             num_heads=c.num_heads, num_layers=c.num_layers, dropout=c.dropout, eos_id=EOS))
         self.net.E_src.weight = self.net.E_tgt.weight                             # one embedding, tied to the output
         self.copy = CopyHead(c.d_model) if c.copy else None
@@ -158,7 +168,8 @@ class CopyLM(_CopyModel):
     def __init__(self, config: CopyConfig):
         super().__init__()
         self.config = c = config
-        self.net = TransformerLM(TransformerConfig(c.vocab_size, max_len=c.max_source + c.max_summary + 1,
+        # one sequence holds the article (at most max_source words), then δ and the target but its </s>
+        self.net = TransformerLM(TransformerConfig(c.vocab_size, max_len=c.max_source + c.target_positions,
                                                    d_model=c.d_model, num_heads=c.num_heads,
                                                    num_layers=2 * c.num_layers, dropout=c.dropout))
         self.copy = CopyHead(c.d_model) if c.copy else None
