@@ -297,6 +297,37 @@ def test_token_prior_spreads_word_scores_over_the_copy_tokens():
     assert token_prior("BA's profits, fell. Later text", [0.9, 0.5, 0.1], 6) == [0.9, 0.5, 1e-3, 0.1, 1e-3, 1e-3]
 
 
+@pytest.mark.parametrize("special", ["\u0130", "\u212a"])                       # İ; the Kelvin sign
+def test_the_prior_and_the_model_read_the_same_tokens(special):
+    # "İ".lower() is two characters and the Kelvin sign lowercases to an ASCII k: lowercasing before splitting gives
+    # the article another number of tokens than the prior's split, and then every weight after it lands on the
+    # wrong word (or write_headline refuses the prior)
+    from seqviz.summarize.compress import lead_words, token_prior
+    from seqviz.summarize.words import word_tokens
+
+    text = f"Police in {special}stanbul and {special}elvin arrested BA's two men."
+    assert word_tokens(text) == [w.lower() for w in word_tokens(text, lower=False)]
+    assert len(word_tokens(text)) == 12                                          # the special is a token
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=4, dropout=0.0)).eval()
+    short = f"The cat {special}stanbul sat on the mat."
+    long = f"The cat {special}stanbul sat on the mat and the dog sat too, {special}lker said. " + "the cat sat " * 9
+    for article in (short, long):
+        words = lead_words(article)
+        scores = [(k + 1) / 100 for k in range(len(words))]                      # a different weight per word
+        prior = token_prior(article, scores, 20)
+        src = tok.encode_source(article, 20)
+        assert len(prior) == len(src.ext) == min(20, len(word_tokens(article)))
+        # each lead word's weight sits on that word as the model reads it; every other token gets the floor
+        read = tok.words(src.ext, src.oovs)
+        weighted = [(w, p) for w, p in zip(read, prior) if p != 1e-3]
+        assert weighted == [(w.lower(), s) for w, s in zip(words, scores)][:len(weighted)]
+        assert len(weighted) == sum(any(ch.isalnum() for ch in w) for w in read)
+        assert len(write_headline(model, tok, article, max_words=3, prior=prior)) >= 1
+
+
 def test_rouge_bootstrap_and_diagnostics():
     from seqviz.summarize.evaluation import headline_diagnostics, rouge_bootstrap
 

@@ -23,10 +23,13 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:[-.,'’][A-Za-z0-9]+)*|[£$%&]|[^\sA-Za-z0-
 
 
 def word_tokens(text: str, lower: bool = True) -> list[str]:
-    """Words (letters/digits, with inner - . , ' kept: "BA's", "pre-tax", "3.5") and single punctuation marks."""
+    """Words (letters/digits, with inner - . , ' kept: "BA's", "pre-tax", "3.5") and single punctuation marks;
+    ``lower``: each token lowercased. The text is split as written, then lowercased, so both forms have the same
+    tokens in the same places (lowercasing first would not: "İ" becomes two characters, the Kelvin sign an ASCII k)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _WORD.findall(text.lower() if lower else text)
+    tokens = _WORD.findall(text)
+    return [t.lower() for t in tokens] if lower else tokens
 
 
 class SourceIds(NamedTuple):
