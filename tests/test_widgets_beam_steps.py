@@ -206,6 +206,26 @@ def test_beam_tree_static_figure(seed):
         w.to_figure(step=9)
 
 
+@pytest.mark.parametrize("length_penalty", [-0.5, 0.6, 6.0, 12])
+def test_beam_tree_draws_a_search_with_any_length_penalty(length_penalty):
+    # the widget's default alpha is the search's own exponent, so it takes every exponent beam_search takes
+    f, itos = _parting_scorer()
+    out, trace = beam_search(f, [4], 2, 4, stop_id=3, length_penalty=length_penalty, trace=True)
+    w = BeamTree(trace, itos, normalise=True)
+    assert w.alpha == w.length_penalty == length_penalty
+    rows = w.beam_at(w.data.n_steps)                                        # ranked by log P / N^alpha
+    assert rows[0][1] == out[0][1]                                          # the search's best comes first
+    for text, lp, norm, _ in rows:
+        assert math.isclose(norm, trace.rank(lp, len(text.split())), rel_tol=1e-12)
+    w.alpha = -2                                                            # and any other finite exponent
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="alpha .* must be a finite number"):
+            w.alpha = bad
+    for bad in (float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="length_penalty .* must be a finite number"):
+            beam_search(f, [4], 2, 4, stop_id=3, length_penalty=bad)
+
+
 def test_from_search_passes_the_search_and_the_widget_arguments():
     f, itos = _parting_scorer()
     w = BeamTree.from_search(f, [4], 2, 4, stop_id=3, length_penalty=0.5, tokens=itos, greedy=False, step=1,

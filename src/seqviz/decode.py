@@ -23,6 +23,7 @@ softmax(z / T) is p^(1/T) renormalised.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
@@ -34,7 +35,7 @@ from seqviz._checks import check_temperature as _check_temperature
 
 __all__ = ["ScoreFn", "Stepper", "ContextStepper", "as_stepper", "next_token_logits_by_step",
            "softmax_with_temperature", "top_k_filter", "sample_next", "generate", "beam_search", "BeamCandidate",
-           "BeamTrace", "STATUSES"]
+           "BeamTrace", "STATUSES", "check_length_penalty"]
 
 ScoreFn = Callable[[Sequence[int]], "torch.Tensor | np.ndarray"]
 
@@ -132,6 +133,15 @@ def top_k_filter(logits, k: int | None) -> torch.Tensor:
         return z
     kth = torch.topk(z, k).values[-1]
     return torch.where(z >= kth, z, torch.full_like(z, -math.inf))
+
+
+def check_length_penalty(value, name: str = "length_penalty") -> float:
+    """A length-normalisation exponent (rank = log P / len ** value) as a float: any finite real number (0: the plain
+    sum; about 0.6-1.0 counters the plain sum's taste for short outputs; a negative one favours them more)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} (the length-normalisation exponent: rank = log P / len ** {name}) must be a finite "
+                         f"number, e.g. 0 (the plain sum of log-probabilities) or 0.6-1.0, got {value!r}")
+    return float(value)
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -419,6 +429,7 @@ def beam_search(model, prompt_ids: Sequence[int], beam_size: int, max_new_tokens
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
     if with_greedy and not trace:
         raise ValueError("with_greedy=True adds greedy's path to the trace: pass trace=True too")
+    length_penalty = check_length_penalty(length_penalty)
 
     def rank(ids_len: int, lp: float) -> float:
         return lp / (max(ids_len, 1) ** length_penalty)

@@ -17,7 +17,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from seqviz.decode import STATUSES, BeamCandidate, BeamTrace, beam_search
+from seqviz.decode import STATUSES, BeamCandidate, BeamTrace, beam_search, check_length_penalty
 
 from ._common import CSS, check_index, esm, plain
 
@@ -299,10 +299,8 @@ class BeamTree(anywidget.AnyWidget):
 
     @traitlets.validate("alpha")
     def _check_alpha(self, proposal):
-        a = proposal["value"]
-        if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a) or not 0 <= a <= 5:
-            raise ValueError(f"alpha (the length-normalisation exponent) must be a number in [0, 5], got {a!r}")
-        return float(a)
+        # any exponent the search accepts (the default alpha is the search's own length_penalty)
+        return check_length_penalty(proposal["value"], "alpha")
 
     @property
     def data(self) -> BeamData:
