@@ -341,6 +341,29 @@ def test_rouge_bootstrap_and_diagnostics():
     arts = [NS(body="BA profits fell sharply", headline="x")] * 2
     d = headline_diagnostics(arts, ["BA profits fall", "BA profits fell"])
     assert d["distinct"] == 2 and d["novel_word_share"] == 1 / 6 and d["heads_with_novel"] == 0.5
+    # no <unk> count: decoding bars <unk> (the next test), so such a column could never be non-zero
+    assert set(d) == {"distinct", "novel_word_share", "heads_with_novel", "mean_words"}
+
+
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_decoding_never_writes_unk_even_when_the_model_prefers_it(arch):
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=4, dropout=0.0)).eval()
+    vocab_logits = model.vocab_logits
+    bias = torch.zeros(len(tok))
+    bias[tok.unk_id] = 50.0                                                       # p_vocab(<unk>) = 1
+    model.vocab_logits = lambda h: vocab_logits(h) + bias
+    article = "the cat sat on the mat"
+    src = tok.encode_source(article, 20)
+    x = torch.tensor([src.ext])
+    with torch.no_grad():
+        p, _ = model.distribution(x, torch.ones_like(x, dtype=torch.bool), torch.tensor([[tok.bos_id]]), 1)
+    assert int(p[0, -1].argmax()) == tok.unk_id                                   # what an unbarred search writes
+    for beam in (1, 3):
+        ids = write_headline(model, tok, article, beam_size=beam, max_words=4)
+        assert ids and not set(ids) & set(tok.special_ids)
 
 
 def test_keep_drop_head_reads_each_lead_word_at_its_last_piece():
