@@ -120,9 +120,9 @@ def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> 
     rows = []
     tok = WordTokenizer.learn([a.body for a in corpus.train] + [a.headline for a in corpus.train])
     recipe = CopyRecipe(pretrain_steps=0, finetune_steps=steps)
-    pairs = encode_pairs(tok, headline_pairs(corpus.train), recipe.max_source, recipe.max_summary)
     for arch, label in [("encdec", "encoder-decoder"), ("lm", "decoder-only delta LM")]:
         for use_copy in (False, True):
+            pairs = encode_pairs(tok, headline_pairs(corpus.train), recipe.max_source, recipe.max_summary, use_copy)
             set_seed(0)
             model = build_copy_model(replace(recipe, arch=arch).model_config(len(tok), copy=use_copy))
             c0 = time.process_time()

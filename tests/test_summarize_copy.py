@@ -111,6 +111,48 @@ def test_a_decoding_step_equals_the_last_row_of_the_full_distribution(arch):
         assert (binding.memory is None) == (arch == "lm")       # the encoder-decoder read its article once
 
 
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+@pytest.mark.parametrize("use_copy", [True, False])
+def test_batches_count_only_the_targets_the_loss_scores(arch, use_copy):
+    # the trainer and evaluate() weight each batch's mean loss by count_targets (the targets that are not
+    # IGNORE_INDEX): <unk>, and without the copy head the article-only words, must not be among them
+    from seqviz._checks import IGNORE_INDEX
+    from seqviz.summarize.pairs import CopyBatches, encode_pairs
+    from seqviz.summarize.words import word_tokens
+    from seqviz.train import count_targets, evaluate
+
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), arch=arch, copy=use_copy, d_model=16, num_heads=2, num_layers=1,
+                                        max_source=20, max_summary=6, dropout=0.0)).eval()
+    pairs = [("schwarzenegger sat on the mat", "Schwarzenegger zzyzx sat"),        # copied, <unk>, a word
+             ("the cat sat on the mat", "the cat sat"),
+             ("the dog sat too and the cat sat on the mat", "qqq dog mat yyy"),
+             ("tolkien and the dog sat", "the dog tolkien xxx sat on the mat, later")]   # cut to 6 words
+    enc = encode_pairs(tok, pairs, 20, 6, copy=use_copy)
+    # scored: a vocabulary word, an article word when the model can copy, and </s>; counted from the text
+    scored = [sum(w in tok.vocab.stoi or (use_copy and w in word_tokens(a)) for w in word_tokens(h)[:6]) + 1
+              for a, h in pairs]
+    assert [sum(i != IGNORE_INDEX for i in y) for _, y in enc] == scored
+    one = CopyBatches(enc, len(enc), tok.pad_id, shuffle=False)
+    batch = next(iter(one))
+    assert count_targets(batch) == batch.n_targets == sum(scored)
+    with torch.no_grad():
+        _, loss = model(batch.x, batch.y, batch.mask)                             # the mean over scored targets
+    # two batches of different shares of unscored words: their target-weighted mean is the one-batch mean
+    got = evaluate(model, CopyBatches(enc, 2, tok.pad_id, shuffle=False))
+    assert got["targets"] == sum(scored) and got["loss"] == pytest.approx(float(loss), abs=1e-6)
+    # the decoder still reads an unscored word (as <unk>): the loss equals the one of targets that keep the ids
+    raw = []
+    for a, h in pairs:
+        src = tok.encode_source(a, 20)
+        raw.append((src.ext, tok.encode_target(h, src.oovs, 6) + [tok.eos_id]))
+    raw_batch = CopyBatches(raw, len(raw), tok.pad_id, shuffle=False).collate(raw)
+    assert (raw_batch.y != IGNORE_INDEX).sum() > sum(scored)                       # what count_targets saw before
+    with torch.no_grad():
+        assert float(model(raw_batch.x, raw_batch.y, raw_batch.mask)[1]) == pytest.approx(float(loss), abs=1e-6)
+
+
 def test_keep_drop_labels_on_hand_made_examples():
     words, labels = keep_drop_labels("British Airways has blamed high fuel prices for a drop in profits.",
                                      "High fuel prices hit BA's profits")

@@ -69,7 +69,7 @@ def check_loss(model, tok: WordTokenizer, corpus, n: int = 32) -> float:
     from seqviz import evaluating
 
     c = model.config
-    pairs = encode_pairs(tok, headline_pairs(corpus.valid[:n]), c.max_source, c.max_summary)
+    pairs = encode_pairs(tok, headline_pairs(corpus.valid[:n]), c.max_source, c.max_summary, c.copy)
     batch = CopyBatches(pairs, n, tok.pad_id, shuffle=False).collate(pairs)
     with evaluating(model):
         return float(model(batch.x, batch.y, batch.mask)[1])
@@ -90,10 +90,10 @@ def train_copy_summarizer(recipe: CopyRecipe | None = None, corpus=None, progres
     info = {"recipe": asdict(r), "vocab_size": len(tok)}
     if r.pretrain_steps:
         pre = pretrain_pairs if pretrain_pairs is not None else gap_sentence_pairs(corpus.train, r.max_source)
-        enc = encode_pairs(tok, pre, r.max_source, r.gap_max_summary)
+        enc = encode_pairs(tok, pre, r.max_source, r.gap_max_summary, model.config.copy)
         hist = _fit(model, enc, r.pretrain_steps, r, tok.pad_id, progress, r.warmup)
         info.update(pretrain_pairs=len(enc), pretrain_loss=float(np.mean(hist.step_loss[-100:])))
-    enc = encode_pairs(tok, headline_pairs(corpus.train), r.max_source, r.max_summary)
+    enc = encode_pairs(tok, headline_pairs(corpus.train), r.max_source, r.max_summary, model.config.copy)
     hist = _fit(model, enc, r.finetune_steps, r, tok.pad_id, progress, r.finetune_warmup)
     info.update(finetune_loss=float(np.mean(hist.step_loss[-20:])), seconds=time.perf_counter() - t0,
                 cpu_seconds=time.process_time() - c0, threads=torch.get_num_threads())

@@ -7,7 +7,8 @@
 
 Both follow the package's interface ``forward(x, targets, mask) -> (logits, loss)``: ``x`` (B, S) the article's
 *extended* ids (:class:`~seqviz.summarize.words.SourceIds`), ``targets`` (B, T) the headline's extended ids then
-</s> (IGNORE_INDEX after it and at ``<unk>``), ``mask`` (B, S) True at article words. The model maps extended ids
+</s> (IGNORE_INDEX after it and at the words the loss leaves out: :func:`~seqviz.summarize.pairs.encode_pairs`),
+``mask`` (B, S) True at article words. The model maps extended ids
 to ``<unk>`` where an embedding reads them. With ``copy=False`` the head is absent and the loss is plain cross-entropy
 over the vocabulary (a word the vocabulary lacks cannot be written: its target is ignored).
 
@@ -74,8 +75,10 @@ def _in_vocab(ids: Tensor, V: int) -> Tensor:
 
 
 def _shift_right(targets: Tensor, V: int) -> Tensor:
-    """The decoder's input <s> y_1 .. y_{T-1} from targets (B, T): ignored positions read <pad>, copied words <unk>."""
-    y = torch.where(targets == IGNORE_INDEX, torch.full_like(targets, PAD), _in_vocab(targets, V))
+    """The decoder's input <s> y_1 .. y_{T-1} from targets (B, T): copied words and ignored targets read <unk> (a
+    headline word the loss leaves out is still a word there; after </s> nothing is scored, and the decoder is causal,
+    so what those positions read changes nothing)."""
+    y = torch.where(targets == IGNORE_INDEX, torch.full_like(targets, UNK), _in_vocab(targets, V))
     return torch.cat([torch.full_like(y[:, :1], BOS), y[:, :-1]], 1)                # (B, T)
 
 

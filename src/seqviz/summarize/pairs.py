@@ -51,13 +51,19 @@ EncodedPair = tuple[list[int], list[int]]                                       
 
 
 def encode_pairs(tok: WordTokenizer, pairs: Sequence[tuple[str, str]], max_source: int,
-                 max_summary: int) -> list[EncodedPair]:
-    """Each pair as (the source's extended ids, the target's extended ids + </s>), ``<unk>`` targets kept (the
-    model ignores them)."""
+                 max_summary: int, copy: bool = True) -> list[EncodedPair]:
+    """Each pair as (the source's extended ids, the target's extended ids + </s>), with ``IGNORE_INDEX`` at the
+    targets the copy models' loss leaves out: ``<unk>`` (in neither the vocabulary nor the article), and for a model
+    without the copy head (``copy=False``) the article-only words too, which it cannot write. So a batch's targets
+    that are not IGNORE_INDEX are the ones scored, and the trainer weights each batch's mean loss by them (the
+    decoder still reads such a word, as ``<unk>``)."""
     out = []
+    V = len(tok)
     for src, tgt in pairs:
         s = tok.encode_source(src, max_source)
-        out.append((s.ext, tok.encode_target(tgt, s.oovs, max_summary) + [tok.eos_id]))
+        y = tok.encode_target(tgt, s.oovs, max_summary)
+        y = [IGNORE_INDEX if i == tok.unk_id or (not copy and i >= V) else i for i in y]
+        out.append((s.ext, y + [tok.eos_id]))
     return out
 
 
