@@ -259,6 +259,36 @@ def test_a_finished_hypothesis_does_not_cost_a_live_one():
     assert beam_search(f, [9], 2, 3, stop_id=eos, length_penalty=0.0)[0][0] == [eos]   # plain sum: </s> at 0.40
 
 
+def _stop_first_scorer():
+    """Tokens a b c </s>: </s> is the likeliest first token (0.6), but 'a b c </s>' ranks best once the
+    log-probability is divided by the length (log 0.281 / 4 = -0.317 against log 0.6 = -0.511)."""
+    table = {(): [0.35, 0.03, 0.02, 0.60], (0,): [0.02, 0.90, 0.05, 0.03], (0, 1): [0.03, 0.01, 0.92, 0.04],
+             (0, 1, 2): [0.012, 0.01, 0.008, 0.97]}                      # no ties: one ranking, whatever the sort
+
+    def f(ctx):
+        return torch.log(torch.tensor(table.get(tuple(ctx[1:]), [0.4, 0.3, 0.2, 0.1]), dtype=torch.float64))
+    return f
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+@pytest.mark.parametrize("length_penalty", [1.0, 1.5, 2.0])
+def test_a_likely_early_stop_does_not_end_a_length_normalised_search(beam_size, length_penalty):
+    """With length_penalty > 0 a live hypothesis's rank can still rise (its length grows faster than its log-prob
+    falls), so a finished '</s>' that outranks it now must not stop the search: the bound is its log-prob over
+    max_new_tokens ** length_penalty, not its rank now."""
+    f = _stop_first_scorer()
+    best = _exhaustive(f, [9], 4, 3, length_penalty)[0]
+    assert best[0] == [0, 1, 2, 3]
+    got = beam_search(f, [9], beam_size, 4, stop_id=3, length_penalty=length_penalty)
+    assert got[0][0] == best[0] and math.isclose(got[0][1], best[1], abs_tol=1e-12)
+    _same_beams(got, _reference_beam(f, [9], beam_size, 4, 3, length_penalty))
+    for seed in range(6):                                                 # random LMs whose </s> is likely first
+        g = _random_scorer(V=6, seed=seed)
+        h = lambda ctx: g(ctx) + torch.tensor([0, 0, 0, 4.0, 0, 0], dtype=torch.float64) * (len(ctx) == 1)  # noqa
+        _same_beams(beam_search(h, [1], beam_size, 6, stop_id=3, length_penalty=length_penalty),
+                    _reference_beam(h, [1], beam_size, 6, 3, length_penalty))
+
+
 class CountingStepper(ContextStepper):
     """The adapter, counting its step calls and the rows it scores."""
 
