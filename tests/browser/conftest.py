@@ -5,12 +5,10 @@ import functools
 import http.server
 import os
 import threading
-from urllib.parse import urlparse
 
 import pytest
 
-from svbrowser import (ALLOWED_404, ALLOWED_CONSOLE_ERRORS, ALLOWED_PAGE_ERRORS, CHROMIUM, CHROMIUM_ARGS, PageLog,
-                       is_loopback, require_book, wait_until_rendered)
+from svbrowser import CHROMIUM, CHROMIUM_ARGS, PageLog, is_loopback, layout, require_book, wait_until_rendered
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -48,8 +46,9 @@ def open_page(browser, site):
     """open_page(path) -> (page, log): load a book page with every non-loopback request blocked and recorded."""
     contexts = []
 
-    def _open(path: str, width: int = 1300, height: int = 900):
-        ctx = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+    def _open(path: str, width: int = 1300, height: int = 900, color_scheme: str = "light"):
+        ctx = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
+                                  color_scheme=color_scheme)
         contexts.append(ctx)
         log = PageLog()
 
@@ -61,23 +60,22 @@ def open_page(browser, site):
                 r.abort()
 
         ctx.route("**/*", route)
+        ctx.add_init_script(layout.CANVAS_FONTS)  # each canvas records the smallest font it draws text with
         page = ctx.new_page()
 
         def on_console(msg):
             if msg.type == "error":
                 url = (msg.location or {}).get("url", "")
-                if "404" in msg.text and urlparse(url).path in ALLOWED_404:
-                    return
-                if any(p.search(msg.text) for p in ALLOWED_CONSOLE_ERRORS):
-                    return
                 log.errors.append(f"console error: {msg.text} at {url}")
             elif msg.type == "warning" and "anywidget" in msg.text:
                 log.errors.append(f"anywidget warning: {msg.text}")
 
         def on_page_error(err):
-            text = str(err)
-            if not any(p.search(text) for p in ALLOWED_PAGE_ERRORS):
-                log.errors.append(f"uncaught: {text}")
+            log.errors.append(f"uncaught: {err}")
+
+        def on_response(r):
+            if r.status >= 400:
+                log.failed.append(f"{r.status} {r.url}")
 
         def on_dialog(d):
             log.dialogs.append(d.message)
@@ -87,6 +85,9 @@ def open_page(browser, site):
         page.on("pageerror", on_page_error)
         page.on("dialog", on_dialog)
         page.on("request", lambda r: log.requests.append(r.url))
+        page.on("response", on_response)
+        page.on("requestfailed", lambda r: None if not is_loopback(r.url) else log.failed.append(
+            f"{r.failure} {r.url}"))
         page.on("websocket", lambda ws: None if is_loopback(ws.url) else log.external.append(ws.url))
         page.goto(site + path, wait_until="load")
         wait_until_rendered(page)

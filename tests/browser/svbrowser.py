@@ -4,18 +4,15 @@
 Never `playwright install`: the browser is /usr/bin/chromium (`apt-get install chromium`). If the book is not built the
 tests FAIL (not skip) and say to run `make book`. Set SEQVIZ_BOOK_HTML to test a book built elsewhere.
 
-Console allow-list (anything else logged as an error fails the page):
-- page error "Identifier 'THEBE_JS_URL' has already been declared": sphinx-thebe's inline script runs twice on every
-  stock Jupyter Book 1 page;
-- "Got invalid theme mode: . Resetting to auto.": pydata-sphinx-theme with a fresh browser profile;
-- a 404 for /favicon.ico: Chromium asks for a favicon and the book sets none.
+No console error is allowed on any page, and no failed request: the faults a stock Jupyter Book 1 page has (sphinx-thebe's
+script twice, the theme mode, the favicon) are fixed where they are made (scripts/sphinx_book_a11y.py, _config.yml).
+The page measurements (layout, fonts, axe-core) are scripts/check_layout.py's, shared with the command line.
 """
 from __future__ import annotations
 
 import base64
-import json
+import importlib.util
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,30 +21,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = Path(os.environ.get("SEQVIZ_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-NOT_PAGES = {"search.html", "genindex.html", "py-modindex.html"}
-NOT_PAGE_DIRS = {"_static", "_sources", "_images", "vendor", "_downloads", "jupyter_execute"}
 
-ALLOWED_PAGE_ERRORS = [re.compile(r"Identifier 'THEBE_JS_URL' has already been declared")]
-ALLOWED_CONSOLE_ERRORS = [re.compile(r"^Got invalid theme mode: \. Resetting to auto\.$")]
-ALLOWED_404 = {"/favicon.ico"}
+_spec = importlib.util.spec_from_file_location("check_layout", ROOT / "scripts" / "check_layout.py")
+layout = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(layout)
+CHROMIUM, CHROMIUM_ARGS = layout.CHROMIUM, layout.CHROMIUM_ARGS
+WIDGET_VIEWS, wait_until_rendered = layout.WIDGET_VIEWS, layout.wait_until_rendered
 
 XSS = "<img src=x onerror=alert(1)>"
 
 
-def book_pages() -> list[str]:
-    """Every HTML page of the built book (paths relative to its root), search and index pages excluded."""
-    if not (BOOK / "index.html").is_file():
-        return []
-    out = []
-    for f in sorted(BOOK.rglob("*.html")):
-        rel = f.relative_to(BOOK)
-        if rel.parts[0] in NOT_PAGE_DIRS or rel.name in NOT_PAGES:
-            continue
-        out.append(rel.as_posix())
-    return out
+def book_pages(*, slides: bool = True, redirect: bool = True) -> list[str]:
+    """Every HTML page of the built book (paths relative to its root), search and index pages excluded; by default
+    with the slide decks and the root index.html (the pages that must load offline)."""
+    return layout.book_pages(BOOK, slides=slides, redirect=redirect)
+
+
+def reading_pages() -> list[str]:
+    """The pages a reader reads: every page but the slide decks and the root redirect."""
+    return layout.book_pages(BOOK)
 
 
 def require_book() -> Path:
@@ -59,11 +51,13 @@ def require_book() -> Path:
 
 @dataclass
 class PageLog:
-    """What one page did: console errors outside the allow-list, requests leaving loopback, dialogs."""
+    """What one page did: console errors, requests leaving loopback, failed requests (a 4xx/5xx answer or none),
+    dialogs."""
 
     errors: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
 
 
@@ -72,40 +66,6 @@ def is_loopback(url: str) -> bool:
     if u.scheme in ("data", "blob", "about", "javascript"):
         return True
     return u.hostname in ("127.0.0.1", "localhost", "::1")
-
-
-def wait_until_rendered(page, timeout: float = 30_000) -> None:
-    """Wait until every embedded widget view that has saved state has rendered and MathJax has typeset the page."""
-    page.wait_for_load_state("networkidle")
-    views = page.evaluate(WIDGET_VIEWS)
-    if views["with_state"]:
-        page.wait_for_function(
-            """n => Array.from(document.querySelectorAll('.widget-subarea'))
-                     .filter(s => s.children.length > 0).length >= n""",
-            arg=views["with_state"], timeout=timeout)
-        page.wait_for_function("n => document.querySelectorAll('.seqviz').length >= n", arg=views["seqviz"],
-                               timeout=timeout)
-    if page.locator(".math").count():
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=timeout)
-        page.evaluate("() => MathJax.startup.promise")
-    page.wait_for_timeout(100)  # let the coalesced (microtask) redraws settle
-
-
-# Widget views embedded in the page: how many have their model in the saved widget state (the html-manager can only
-# render those; a view without state is a blank output in the book), and how many are seqviz widgets.
-WIDGET_VIEWS = """() => {
-  const s = document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
-  const state = s ? JSON.parse(s.textContent).state : {};
-  const out = { total: 0, with_state: 0, seqviz: 0 };
-  for (const v of document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')) {
-    out.total++;
-    const m = state[JSON.parse(v.textContent).model_id];
-    if (!m) continue;
-    out.with_state++;
-    if (String(m.state._anywidget_id || "").startsWith("seqviz.widgets.")) out.seqviz++;
-  }
-  return out;
-}"""
 
 
 def embedded_models(page) -> dict[str, dict]:

@@ -1,5 +1,5 @@
-"""Every page of the built book loads offline: no console errors beyond the allow-list, no request off loopback,
-every embedded widget renders, math is typeset by the vendored MathJax."""
+"""Every page of the built book loads offline: no console error, no failed request (a 404 favicon included), no
+request off loopback, every embedded widget renders, math is typeset by the vendored MathJax."""
 from __future__ import annotations
 
 import json
@@ -30,6 +30,7 @@ def test_page_loads_offline_without_errors(open_page, path):
     page, log = open_page(path)
     assert log.external == [], f"{path} made requests outside 127.0.0.1: {log.external}"
     assert log.errors == [], f"{path} logged errors:\n" + "\n".join(log.errors)
+    assert log.failed == [], f"{path}: requests failed:\n" + "\n".join(log.failed)
     assert log.dialogs == []
     # math was typeset (no raw TeX left, no MathJax error boxes)
     if page.locator(".math").count():
