@@ -12,5 +12,7 @@ from seqviz.exercises.ch3 import check_elman_step
 from seqviz.exercises.ch4 import check_gru_step
 from seqviz.exercises.ch5 import check_beam_step
 from seqviz.exercises.ch6 import check_causal_mask
+from seqviz.exercises.ch6 import check_multi_head_attention, check_transformer_block
 
-__all__ = ["check_elman_step", "check_gru_step", "check_beam_step", "check_causal_mask"]
+__all__ = ["check_elman_step", "check_gru_step", "check_beam_step", "check_causal_mask",
+           "check_multi_head_attention", "check_transformer_block"]
