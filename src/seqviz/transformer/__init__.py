@@ -23,7 +23,7 @@ from .encdec import EncDecState, EncoderDecoderBinding, EncoderDecoderConfig, En
 from .layers import (AttnOut, BlockCache, BlockOut, FeedForward, KVCache, LayerNorm, LearnedPositions,
                      MultiHeadAttention, SinusoidalPositions, TransformerBlock, sinusoidal_encoding)
 from .layers import _check_base, _positive_int  # noqa: F401  (the positional widget checks its sliders with them)
-from .bert import BertConfig, BertEncoder, BertOut, load_minilm, minilm_path
+from .bert import BertConfig, BertEncoder, BertOut, load_minilm, minilm_path, minilm_reference
 from .lm import DecodeState, TransformerConfig, TransformerLM, sliding_loss, window_loss
 from .loss import linear_cross_entropy
 from .pretrained import (CHAPTER_CHAR, SHIPPED_CHAR, SHIPPED_DATES, CharLMRecipe, DatesRecipe, load_char_lm,
@@ -34,7 +34,7 @@ __all__ = ["sinusoidal_encoding", "LayerNorm", "MultiHeadAttention", "KVCache", 
            "TransformerBlock", "BlockCache", "BlockOut", "LearnedPositions", "SinusoidalPositions",
            "TransformerConfig", "TransformerLM", "DecodeState", "window_loss", "sliding_loss",
            "EncoderDecoderConfig", "EncoderDecoderTransformer", "EncDecState", "EncoderDecoderBinding",
-           "BertConfig", "BertEncoder", "BertOut", "load_minilm", "minilm_path",
+           "BertConfig", "BertEncoder", "BertOut", "load_minilm", "minilm_path", "minilm_reference",
            "mask_tokens", "masked_windows", "random_windows", "linear_cross_entropy", "CharLMRecipe", "DatesRecipe",
            "CHAPTER_CHAR", "SHIPPED_CHAR", "SHIPPED_DATES", "train_char_lm", "train_dates", "load_char_lm",
            "load_dates", "SHIPPED_TRANSLATOR", "TranslationRecipe", "Translator", "load_translator"]

