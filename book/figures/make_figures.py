@@ -567,6 +567,71 @@ def lm_training() -> Canvas:
     return c
 
 
+def _stack(c: Canvas, cx: float, stages: list[tuple[str, str]], y0: float, side: int) -> list[Box]:
+    """A column of sublayers bottom to top, each Add & Norm fed by a residual path (blue) from below the sublayer
+    before it, drawn on the side ``side`` (-1 left, +1 right); returns the boxes."""
+    w, step = 172, 33
+    boxes = []
+    for k, (text, role) in enumerate(stages):
+        y = y0 + step * k
+        boxes.append(c.box(cx, y, w - (40 if role == "norm" else 0), 18 if role == "norm" else 22, text, role=role,
+                           size=FS_S + 0.5))
+    for a, b in zip(boxes, boxes[1:]):
+        c.arrow((cx, a.top), (cx, b.bottom))
+    xr = cx + side * (w / 2 + 12)
+    for k in range(0, len(boxes), 2):                     # each sublayer k and its Add & Norm k + 1
+        sub, norm = boxes[k], boxes[k + 1]
+        yj = sub.bottom - 7
+        c.dot(cx, yj)
+        edge = norm.left if side < 0 else norm.right
+        c.arrow((cx, yj), (xr, yj), (xr, norm.cy), (edge, norm.cy), color=ROLE["state"], lw=1.2)
+    return boxes
+
+
+def encoder_decoder_transformer() -> Canvas:
+    """Vaswani et al. 2017, Fig. 1: an encoder stack of N blocks (self-attention, feed-forward) and a decoder stack of
+    N blocks (masked self-attention, cross-attention to the encoder's outputs, feed-forward), each sublayer with a
+    residual path and Add & Norm; the decoder's linear layer and softmax give the next token."""
+    c = Canvas(570, 392)
+    ex, dx, y0 = 168, 410, 100
+    enc = _stack(c, ex, [("self-attention (no mask)", "attn"), ("Add & Norm", "norm"),
+                         ("feed-forward (FFNN)", "ffn"), ("Add & Norm", "norm")], y0, -1)
+    dec = _stack(c, dx, [("masked self-attention (causal)", "attn"), ("Add & Norm", "norm"),
+                         ("cross-attention", "attn"), ("Add & Norm", "norm"),
+                         ("feed-forward (FFNN)", "ffn"), ("Add & Norm", "norm")], y0, +1)
+    # the two stacks, each N blocks
+    top_e, top_d = enc[-1].top + 10, dec[-1].top + 10
+    c.box(ex, (y0 - 22 + top_e) / 2, 212, top_e - y0 + 22, fill=ROLE["cell"], edge=GREY, radius=10, z=0)
+    c.box(dx, (y0 - 22 + top_d) / 2, 212, top_d - y0 + 22, fill=ROLE["cell"], edge=GREY, radius=10, z=0)
+    c.text(ex - 112, (y0 + top_e) / 2 + 7, "N×", ha="right", size=FS + 1, weight="bold")
+    c.text(ex - 112, (y0 + top_e) / 2 - 8, "encoder", ha="right", size=FS_S, color="#555555")
+    c.text(dx + 112, (y0 + top_d) / 2 + 7, "×N", ha="left", size=FS + 1, weight="bold")
+    c.text(dx + 112, (y0 + top_d) / 2 - 8, "decoder", ha="left", size=FS_S, color="#555555")
+    # inputs: embeddings and positions (the dates of chapter 5)
+    for x, words, label in ((ex, "19 March 2057", "source"), (dx, "<s> 2057-03-1", "target, shifted right")):
+        emb = c.box(x, 52, 150, 20, "embedding + position", role="token", size=FS_S + 0.5, radius=3)
+        c.text(x, 16, f"{label}:  {words}", size=FS_S + 0.5)
+        c.arrow((x, 25), (x, emb.bottom))
+        c.arrow((x, emb.top), (x, y0 - 11))
+    # the encoder's outputs are the keys and values of every decoder block's cross-attention
+    cross = dec[2]
+    xm, ym = (ex + dx) / 2, top_e + 26
+    c.line((ex, enc[-1].top), (ex, ym), color=ROLE["attn"], lw=1.8)
+    c.arrow((ex, ym), (xm, ym), (xm, cross.cy), (cross.left, cross.cy), color=ROLE["attn"], lw=1.8)
+    c.text(ex - 80, ym + 10, "encoder outputs: keys K, values V", size=FS_S, ha="left")
+    c.text(dx - 6, cross.bottom - 8, "Q", ha="right", size=FS_S)
+    # the output layer
+    out = c.box(dx, top_d + 32, 150, 20, "linear + softmax", fill="white", edge=INK, size=FS_S + 0.5, radius=3)
+    c.arrow((dx, dec[-1].top), (dx, out.bottom))
+    c.arrow((dx, out.top), (dx, out.top + 16), color=ROLE["loss"])
+    c.text(dx, out.top + 26, "next token:  2057-03-19 </s>", color=ROLE["loss"], size=FS_S + 0.5, weight="bold")
+    c.text(12, c.h - 12, "Encoder–decoder transformer (Vaswani et al. 2017, Fig. 1)", ha="left", size=FS_S,
+           color="#555555")
+    c.text(12, c.h - 26, "Add & Norm: LayerNorm($x$ + sublayer($x$)), (9.40)–(9.41)", ha="left", size=FS_S,
+           color="#555555")
+    return c
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Chapter 8: summarization as language modelling, and copying
 # ----------------------------------------------------------------------------------------------------------------
@@ -744,6 +809,20 @@ FIGURES: list[Figure] = [
            "Training a transformer language model, after SLP Fig. 9.21: teacher forcing, so every position predicts "
            "the next gold word at once, with the cross-entropy (9.13) at each position averaged over the $T$ "
            "positions."),
+    Figure("encoder_decoder_transformer", "The encoder-decoder transformer (Vaswani et al. 2017, Fig. 1)",
+           encoder_decoder_transformer, "07_transformer_lms",
+           "Diagram of the encoder-decoder transformer. Left, the encoder: the source 19 March 2057 is embedded with "
+           "positions and passes through N blocks of self-attention without a mask and a feed-forward layer, each "
+           "followed by Add and Norm with a residual path. Right, the decoder: the target shifted right, starting "
+           "with the start symbol, passes through N blocks of masked, causal self-attention, cross-attention and a "
+           "feed-forward layer, each followed by Add and Norm. The encoder's outputs are the keys and values of "
+           "every decoder block's cross-attention, whose queries come from the decoder. A linear layer and a softmax "
+           "give the next token, 2057-03-19 and the end symbol.",
+           "The encoder–decoder transformer, after {cite:t}`vaswani2017attention`, Fig. 1: $N$ encoder blocks of "
+           "self-attention and feed-forward layer; $N$ decoder blocks of masked self-attention, **cross-attention** "
+           "(queries from the decoder, keys and values from the encoder's last block) and feed-forward layer. Each "
+           "sublayer has a residual path and LayerNorm, post-norm here as in (9.40)–(9.41); "
+           "`seqviz.transformer.EncoderDecoderTransformer` is pre-norm by default, as chapter 6's figure shows."),
     Figure("summarization_delta", "Summarization with a transformer LM (SLP Fig. 9.24)", summarization_delta,
            "08_summarization",
            "Diagram of summarization with a transformer language model. One training sequence holds the article "
