@@ -73,6 +73,26 @@ def test_binding_steps_through_the_caches_like_a_full_pass():
         m.bind(torch.tensor([3, 15]))
 
 
+def test_binding_reads_several_new_tokens_on_top_of_its_cache():
+    # a chunk of T_q > 1 target tokens after T_past cached ones equals the full pass at every position of the chunk
+    m = _encdec(num_layers=2)
+    src = torch.tensor([[3, 4, 5, 6, 7], [8, 9, 3, 0, 0]])
+    mask = src != 0
+    tgt = torch.tensor([[1, 3, 4, 5, 6, 7, 8, 9, 10], [1, 9, 8, 7, 6, 5, 4, 3, 2]])
+    bound = m.bind(src, mask)
+    memory, _ = m.encode(src, mask)
+    state, t = None, 0
+    for n in (2, 3, 1, 3):
+        chunk, t = tgt[:, t:t + n], t + n
+        full, _, _, _ = m._decode(tgt[:, :t], memory, mask, False, None, 0, False)   # (B, t, d) the whole prefix
+        if state is not None:
+            h, _, _, _ = m._decode(chunk, state.memory, state.memory_mask, False, state.caches, t - n, False)
+            torch.testing.assert_close(h, full[:, t - n:], atol=1e-5, rtol=0)
+        logits, state = bound.step(chunk, state)
+        torch.testing.assert_close(logits, m(src, tgt_in=tgt[:, :t], mask=mask)[0][:, -1], atol=1e-5, rtol=0)
+    assert state.T_past == t == 9
+
+
 def test_binding_encodes_lazily_on_the_models_device():
     m = _encdec()
     calls = []

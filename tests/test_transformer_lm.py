@@ -106,6 +106,24 @@ def test_kv_cache_decoding_equals_full_prefix(positions):
     assert isinstance(state.caches[0], KVCache) and state.caches[0].K.shape == (2, 2, 16, 16)   # (B, H, T, d_k)
 
 
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_several_new_tokens_on_top_of_a_cache_equal_the_full_prefix(positions):
+    # a chunk of T_q > 1 new tokens after T_past cached ones: query i sees the cached keys and the chunk's up to
+    # itself (the causal mask shifted by T_past), at every position of the chunk, not only the last
+    m = _lm(positions=positions, max_len=16)
+    x = torch.randint(23, (2, 16), generator=torch.Generator().manual_seed(9))
+    state, t = None, 0
+    for n in (3, 4, 1, 5, 2):
+        chunk, t = x[:, t:t + n], t + n
+        full, _, _ = m._run(x[:, :t], None, False, None, 0, False)                # (B, t, d) the whole prefix
+        if state is not None:
+            h, _, _ = m._run(chunk, None, False, state.caches, t - n, False)      # (B, n, d) on top of the cache
+            torch.testing.assert_close(h, full[:, t - n:], atol=TOL, rtol=0)
+        logits, state = m.step(chunk, state)
+        torch.testing.assert_close(logits, m(x[:, :t])[0][:, -1], atol=TOL, rtol=0)
+    assert state.ids.shape[1] == t == 15
+
+
 def test_reorder_state_selects_rows():
     m = _lm()
     x = torch.randint(23, (3, 5), generator=torch.Generator().manual_seed(8))
