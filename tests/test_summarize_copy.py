@@ -47,6 +47,44 @@ def test_p_gen_one_gives_exactly_the_vocabulary_distribution():
     assert (p[..., 10:] == 0).all()
 
 
+def test_the_prior_multiplies_the_copy_attention_which_is_renormalised():
+    # bottom-up copy attention, computed here independently (NumPy, float64): a_t[j] = softmax_j(score) w_j /
+    # sum_k softmax_k(score) w_k over the real article positions
+    torch.manual_seed(1)
+    B, T, S, d = 2, 3, 6, 8
+    head = CopyHead(d)
+    h, memory = torch.randn(B, T, d), torch.randn(B, S, d)
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[1, 4:] = False
+    prior = torch.tensor([[0.9, 0.1, 0.5, 0.02, 0.7, 0.3], [0.2, 0.8, 0.05, 0.6, 0.9, 0.9]])
+    out = head(h, memory, mask, prior)
+    Wq, Wk = head.W_q.weight.detach().double().numpy(), head.W_k.weight.detach().double().numpy()
+    hn, mn, w = h.double().numpy(), memory.double().numpy(), prior.double().numpy()
+    for b in range(B):
+        real = mask[b].numpy()
+        for t in range(T):
+            e = np.exp((Wq @ hn[b, t]) @ (Wk @ mn[b, real].T) / np.sqrt(d))    # (S_b,) unnormalised softmax
+            a = e / e.sum() * w[b, real]
+            a /= a.sum()
+            np.testing.assert_allclose(out.a[b, t, real].detach().numpy(), a, rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(out.c[b, t].detach().numpy(), a @ mn[b, real], rtol=1e-5, atol=1e-6)
+    assert (out.a[1, :, 4:] == 0).all()
+    torch.testing.assert_close(out.a.sum(-1), torch.ones(B, T))
+    # and in a whole model: the copy mixture with a prior is a distribution over the extended vocabulary
+    tok = _tiny_tok()
+    src = tok.encode_source("schwarzenegger sat on the mat and the dog sat too", 20)
+    x = torch.tensor([src.ext])
+    w1 = torch.linspace(0.05, 1.0, len(src.ext))[None]
+    for arch in ("encdec", "lm"):
+        torch.manual_seed(0)
+        model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1,
+                                            max_source=20, max_summary=4, dropout=0.0)).eval()
+        with torch.no_grad():
+            p, o = model.distribution(x, torch.ones_like(x, dtype=torch.bool), torch.tensor([[2, 5, 6]]), 1, w1)
+        torch.testing.assert_close(p.sum(-1), torch.ones(1, 3))
+        torch.testing.assert_close(o.a.sum(-1), torch.ones(1, 3))
+
+
 def test_target_logprob_equals_the_full_distribution_at_the_targets():
     out, _ = _head_out()
     logits = torch.randn(2, 3, 10)
