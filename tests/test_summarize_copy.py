@@ -191,6 +191,43 @@ def test_batches_count_only_the_targets_the_loss_scores(arch, use_copy):
         assert float(model(raw_batch.x, raw_batch.y, raw_batch.mask)[1]) == pytest.approx(float(loss), abs=1e-6)
 
 
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_a_padded_batch_equals_each_article_alone(arch):
+    # articles of 10, 3 and 7 words in one right-padded batch: each row's distribution, copy attention and loss are
+    # those of the article alone (the LM writes each headline right after its own article, not after the longest)
+    from seqviz._checks import IGNORE_INDEX
+
+    tok = _tiny_tok()
+    torch.manual_seed(0)
+    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                        max_summary=6, dropout=0.0)).eval()
+    srcs = [tok.encode_source(a, 20) for a in ("schwarzenegger sat on the mat and the dog sat too", "the cat sat",
+                                                "tolkien and the dog sat on mat")]
+    lengths = [len(s.ext) for s in srcs]
+    assert lengths == [10, 3, 7]
+    x = torch.full((3, 10), tok.pad_id)                                           # (B, S) right-padded
+    for b, s in enumerate(srcs):
+        x[b, :len(s.ext)] = torch.tensor(s.ext)
+    mask = x != tok.pad_id
+    V = len(tok)
+    y = torch.tensor([[V, 6, 7, tok.eos_id], [5, tok.eos_id, IGNORE_INDEX, IGNORE_INDEX], [V, 8, 6, tok.eos_id]])
+    y_in = torch.tensor([[tok.bos_id, tok.unk_id, 6, 7], [tok.bos_id, 5, tok.pad_id, tok.pad_id],
+                         [tok.bos_id, tok.unk_id, 8, 6]])
+    with torch.no_grad():
+        p, out = model.distribution(x, mask, y_in, 1)
+        _, loss = model(x, y, mask)
+        total = count = 0
+        for b, n in enumerate(lengths):
+            xb, mb = x[b:b + 1, :n], mask[b:b + 1, :n]
+            alone, out_b = model.distribution(xb, mb, y_in[b:b + 1], 1)
+            torch.testing.assert_close(p[b], alone[0], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(out.a[b, :, :n], out_b.a[0], atol=1e-6, rtol=1e-5)
+            assert (out.a[b, :, n:] == 0).all()
+            k = int((y[b] != IGNORE_INDEX).sum())
+            total, count = total + float(model(xb, y[b:b + 1], mb)[1]) * k, count + k
+    assert float(loss) == pytest.approx(total / count, abs=1e-6)                  # the batch's mean over targets
+
+
 def test_keep_drop_labels_on_hand_made_examples():
     words, labels = keep_drop_labels("British Airways has blamed high fuel prices for a drop in profits.",
                                      "High fuel prices hit BA's profits")
