@@ -99,7 +99,7 @@ def _mha(case, split=True, merge=True, scale="d_k", axis=-1, mask="right", W_O=T
         allowed = torch.ones(T, T, dtype=torch.bool).tril()
         S = S.masked_fill(~(allowed.T if mask == "transposed" else allowed), float("-inf"))
     A = torch.softmax(S, dim=axis)                                 # (9.39)
-    Y = A @ V                                                      # (B, H, T, d_k) (9.48)
+    Y = A @ V                                                      # (B, H, T, d_k): every head (9.48)
     concat = Y.transpose(1, 2).reshape(B, T, d) if merge else Y.reshape(B, T, d)
     return concat @ W_Oc if W_O else concat                        # (9.46)
 
@@ -163,8 +163,7 @@ def check_multi_head_attention(fn: Callable) -> bool:
     if err:
         return verdict(False, err)
     ok = _diagnose(outputs, cases, _mha_package, MHA_MISTAKES, "the output", lambda c: tuple(c["X"].shape))
-    return ok and verdict(True, "multi-head attention equals MultiHeadAttention's for 4 shapes, with and "
-                                "without the causal mask")
+    return ok and verdict(True, "multi-head attention equals MultiHeadAttention for 4 shapes, causal or not")
 
 
 # ----------------------------------------------------------------------------------------------------------------
