@@ -247,6 +247,42 @@ def test_baselines_and_oracles_on_a_hand_made_article():
     assert copy_only_oracle(body, "BA profits collapse", n_words=None) == "ba profits"
 
 
+def test_textrank_ranks_by_the_stationary_distribution_of_the_transposed_walk():
+    # three sentences, each word once, idf 1 over a one-document collection: cosine = shared / sqrt(|a| |b|), so
+    # W = [[0, 1/2, 2/sqrt 8], [1/2, 0, 2/sqrt 8], [2/sqrt 8, 2/sqrt 8, 0]] before its rows are normalised. PageRank
+    # p = (1 - d)/n + d W^T p puts the most weight on the third sentence, linked to both others. (With W p instead,
+    # a row-normalised W keeps the uniform start, and the first sentence would win the tie.)
+    from seqviz.summarize.baselines import IdfTable, textrank_sentence
+
+    article = "Fuel prices. Prices rose. Fuel prices rose sharply."
+    idf = IdfTable([article])
+    assert idf("fuel") == idf("sharply") == 1.0
+    c = 2 / np.sqrt(8)
+    W = np.array([[0, 0.5, c], [0.5, 0, c], [c, c, 0]])
+    W /= W.sum(1, keepdims=True)
+    d, n = 0.85, 3
+    p = np.linalg.solve(np.eye(n) - d * W.T, np.full(n, (1 - d) / n))
+    assert p.argmax() == 2 and p[2] - p[0] > 0.04 and p.sum() == pytest.approx(1)     # 0.366 vs 0.317
+    assert textrank_sentence(article, idf) == "Fuel prices rose sharply."
+
+
+def test_word_features_leave_an_articles_own_pair_out_of_its_headline_rate():
+    # feature 9, the logit of (kept + 2 base) / (seen + 2) over the training leads, counted by hand: leads hold 8
+    # forms of which 4 are headline words, so base = 1/2; "japan" is in 2 leads and 2 headlines, "economy" 1 and 1
+    from seqviz.summarize.compress import WordFeatures
+
+    arts = [NS(body="Japan economy grows.", headline="Japan economy"),
+            NS(body="Japan recession looms.", headline="Japan"),
+            NS(body="Tobacco case.", headline="Court case")]
+    f = WordFeatures(arts)
+    assert f.base == 0.5
+    words, X = f(arts[0].body)                                     # an article to score: every pair counts
+    assert words == ["Japan", "economy", "grows"]
+    np.testing.assert_allclose(X[:, 9], np.log([3, 2, 1 / 2]))     # (2 + 1)/4, (1 + 1)/3, (0 + 1)/3 as logits
+    _, X = f(arts[0].body, arts[0].headline)                       # its own training pair: left out
+    np.testing.assert_allclose(X[:, 9], [np.log(2), 0, 0])         # (1 + 1)/3, (0 + 1)/2, (0 + 1)/2
+
+
 def test_the_oracles_pick_what_a_search_by_full_rouge_picks():
     # best_window_oracle and best_sentence_oracle score hundreds of candidates with the reference tokenized once and
     # no LCS for a candidate that shares no token with it: the same choice, ties included, as max() over rouge()
