@@ -316,6 +316,30 @@ def test_headline_rules_block_repeats_and_early_stop():
     assert HeadlineRules(None, 1).banned([5, 6]) == {5, 6}
 
 
+def test_ngram_blocking_sees_every_ngram_written_up_to_the_last_token():
+    # the window's edges: the n-gram that ends at the last token counts too ("5 5" after "5 5")
+    one, two, three = (HeadlineRules(None, n) for n in (1, 2, 3))
+    assert one.banned([]) == set() and one.banned([7]) == {7} and one.banned([7, 8, 7]) == {7, 8}
+    assert two.banned([]) == two.banned([5]) == two.banned([5, 6]) == set()
+    assert two.banned([5, 5]) == {5} and two.banned([6, 5, 5]) == {5} and two.banned([5, 6, 5]) == {6}
+    assert three.banned([5]) == three.banned([5, 5]) == three.banned([5, 6, 7]) == set()
+    assert three.banned([5, 5, 5]) == {5} and three.banned([4, 5, 5, 5]) == {5}
+    assert three.banned([1, 2, 3, 1, 2]) == {3} and three.banned([1, 2, 1, 2]) == {1}
+    # decoding with a model that always prefers 5, then 6, then 7 ...: no bigram is written twice
+    class Prefers5:
+        def step(self, ids, state):
+            return -torch.arange(12, dtype=torch.float32).roll(5).expand(ids.shape[0], 12), None   # 5 > 6 > ...
+
+        def reorder_state(self, state, index):
+            return state
+
+    from seqviz.decode import generate
+
+    out = generate(HeadlineRules(Prefers5(), block_ngram=2), [2], 8, greedy=True)
+    bigrams = list(zip(out, out[1:]))
+    assert out[:3] == [5, 5, 6] and len(set(bigrams)) == len(bigrams)
+
+
 def test_name_word_is_the_likeliest_capitalised_word_that_is_not_a_function_word():
     from seqviz.summarize.compress import name_word
 
