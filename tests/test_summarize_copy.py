@@ -76,9 +76,7 @@ def test_the_prior_multiplies_the_copy_attention_which_is_renormalised():
     x = torch.tensor([src.ext])
     w1 = torch.linspace(0.05, 1.0, len(src.ext))[None]
     for arch in ("encdec", "lm"):
-        torch.manual_seed(0)
-        model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1,
-                                            max_source=20, max_summary=4, dropout=0.0)).eval()
+        model = _tiny_model(tok, arch)
         with torch.no_grad():
             p, o = model.distribution(x, torch.ones_like(x, dtype=torch.bool), torch.tensor([[2, 5, 6]]), 1, w1)
         torch.testing.assert_close(p.sum(-1), torch.ones(1, 3))
@@ -99,6 +97,13 @@ def test_target_logprob_equals_the_full_distribution_at_the_targets():
 def _tiny_tok():
     texts = ["the cat sat on the mat and the dog sat too"] * 3
     return WordTokenizer.learn(texts, min_count=2)
+
+
+def _tiny_model(tok, arch="encdec", max_summary=4, **kw):
+    """A small copy model over ``tok``'s vocabulary: seeded, dropout off, in eval mode."""
+    torch.manual_seed(0)
+    return build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
+                                       max_summary=max_summary, dropout=0.0, **kw)).eval()
 
 
 def test_a_name_absent_from_training_is_copied():
@@ -128,9 +133,7 @@ def test_a_decoding_step_equals_the_last_row_of_the_full_distribution(arch):
     # CopyBinding reads the article once (read_article) and scores only the last position: the same numbers as the
     # full teacher-forced pass, for one row and for a beam of three, with and without the selector's prior
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
-                                        max_summary=6, dropout=0.0)).eval()
+    model = _tiny_model(tok, arch, max_summary=6)
     src = tok.encode_source("schwarzenegger sat on the mat and the dog sat too", 20)
     x = torch.tensor([src.ext])
     mask = torch.ones_like(x, dtype=torch.bool)
@@ -160,9 +163,7 @@ def test_batches_count_only_the_targets_the_loss_scores(arch, use_copy):
     from seqviz.train import count_targets, evaluate
 
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), arch=arch, copy=use_copy, d_model=16, num_heads=2, num_layers=1,
-                                        max_source=20, max_summary=6, dropout=0.0)).eval()
+    model = _tiny_model(tok, arch, max_summary=6, copy=use_copy)
     pairs = [("schwarzenegger sat on the mat", "Schwarzenegger zzyzx sat"),        # copied, <unk>, a word
              ("the cat sat on the mat", "the cat sat"),
              ("the dog sat too and the cat sat on the mat", "qqq dog mat yyy"),
@@ -198,9 +199,7 @@ def test_a_padded_batch_equals_each_article_alone(arch):
     from seqviz._checks import IGNORE_INDEX
 
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
-                                        max_summary=6, dropout=0.0)).eval()
+    model = _tiny_model(tok, arch, max_summary=6)
     srcs = [tok.encode_source(a, 20) for a in ("schwarzenegger sat on the mat and the dog sat too", "the cat sat",
                                                 "tolkien and the dog sat on mat")]
     lengths = [len(s.ext) for s in srcs]
@@ -354,9 +353,7 @@ def test_name_word_is_the_likeliest_capitalised_word_that_is_not_a_function_word
 
 def test_a_hard_prior_fixes_the_first_word_and_only_the_first():
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
-                                        max_summary=4, dropout=0.0)).eval()
+    model = _tiny_model(tok)
     article = "the dog sat on the mat schwarzenegger"
     src = tok.encode_source(article, 20)
     free = write_headline(model, tok, article, max_words=4)
@@ -486,9 +483,7 @@ def test_the_prior_and_the_model_read_the_same_tokens(special):
     assert word_tokens(text) == [w.lower() for w in word_tokens(text, lower=False)]
     assert len(word_tokens(text)) == 12                                          # the special is a token
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), d_model=16, num_heads=2, num_layers=1, max_source=20,
-                                        max_summary=4, dropout=0.0)).eval()
+    model = _tiny_model(tok)
     short = f"The cat {special}stanbul sat on the mat."
     long = f"The cat {special}stanbul sat on the mat and the dog sat too, {special}lker said. " + "the cat sat " * 9
     for article in (short, long):
@@ -525,9 +520,7 @@ def test_rouge_bootstrap_and_diagnostics():
 @pytest.mark.parametrize("arch", ["encdec", "lm"])
 def test_decoding_never_writes_unk_even_when_the_model_prefers_it(arch):
     tok = _tiny_tok()
-    torch.manual_seed(0)
-    model = build_copy_model(CopyConfig(len(tok), arch=arch, d_model=16, num_heads=2, num_layers=1, max_source=20,
-                                        max_summary=4, dropout=0.0)).eval()
+    model = _tiny_model(tok, arch)
     vocab_logits = model.vocab_logits
     bias = torch.zeros(len(tok))
     bias[tok.unk_id] = 50.0                                                       # p_vocab(<unk>) = 1
