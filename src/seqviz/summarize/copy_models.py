@@ -8,9 +8,9 @@
 Both follow the package's interface ``forward(x, targets, mask) -> (logits, loss)``: ``x`` (B, S) the article's
 *extended* ids (:class:`~seqviz.summarize.words.SourceIds`), ``targets`` (B, T) the headline's extended ids then
 </s> (IGNORE_INDEX after it and at the words the loss leaves out: :func:`~seqviz.summarize.pairs.encode_pairs`),
-``mask`` (B, S) True at article words. The model maps extended ids
-to ``<unk>`` where an embedding reads them. With ``copy=False`` the head is absent and the loss is plain cross-entropy
-over the vocabulary (a word the vocabulary lacks cannot be written: its target is ignored).
+``mask`` (B, S) True at article words. The model maps extended ids to ``<unk>`` where an embedding reads them. With
+``copy=False`` the head is absent and the loss is plain cross-entropy over the vocabulary (a word the vocabulary lacks
+cannot be written: its target is ignored).
 
 Shapes: B batch, S article positions, T headline positions, V vocabulary, d = d_model.
 """
