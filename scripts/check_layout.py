@@ -2,6 +2,7 @@
 
     python scripts/check_layout.py [--html DIR] [--width 1280 --width 390] [PAGE ...]   # outputs wider than the column
     python scripts/check_layout.py --axe [--json FILE] [PAGE ...]                       # axe-core's WCAG 2.1 AA audit
+    python scripts/check_layout.py --current-js ...     # the same, with the package's widget JS, not the stored one
 
 The book in DIR (default ``_build/html``; build your own copy with ``jupyter-book build . --path-output /tmp/x``) is
 served on 127.0.0.1 and opened in Debian's chromium (Playwright, never ``playwright install``), offline. For every
@@ -13,6 +14,10 @@ accessible name): its box counts, not what scrolls inside it. A text output neve
 scroll sideways. Exit status 1 when anything is too wide (or, with ``--axe``, when axe finds a critical or serious
 violation).
 
+A notebook stores each widget's JS when it runs, so a page shows the JS of its last run. ``--current-js`` swaps in
+the package's current widget modules and CSS as the page loads (the built files are not changed): how the page will
+look once its notebook runs again.
+
 The browser tests (tests/browser/test_layout.py, test_a11y.py) use the same measurements.
 """
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import functools
 import http.server
 import json
+import re
 import sys
 import threading
 from collections import Counter
@@ -144,9 +150,10 @@ LAYOUT = """() => {
   const extent = (e) => {
     if (!shown(e)) return -Infinity;
     const r = e.getBoundingClientRect();
-    if (deliberate(e)) return r.right;
+    const s = getComputedStyle(e);
+    if (deliberate(e) || /(hidden|clip)/.test(s.overflowX)) return r.right; // what it clips is not seen
     let right = r.right;
-    if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).display !== "inline") right = Math.max(right, r.left + e.scrollWidth);
+    if (e.scrollWidth > e.clientWidth + 1 && s.display !== "inline") right = Math.max(right, r.left + e.scrollWidth);
     for (const c of e.children) right = Math.max(right, extent(c));
     return right;
   };
@@ -202,11 +209,44 @@ LAYOUT = """() => {
 }"""
 
 
+# the built page's saved widget state, and the widget module file of each seqviz widget class
+_STATE = re.compile(r'(<script type="application/vnd\.jupyter\.widget-state\+json">)(.*?)(</script>)', re.S)
+_MODULES = {"attention": "attention.js", "attention_steps": "attention_steps.js", "beam_tree": "beam_tree.js",
+            "lstm_gates": "lstm_gates.js", "next_token": "next_token.js", "positional": "positional.js"}
+
+
+def with_current_js(html: str) -> str:
+    """A built page's HTML with every seqviz widget's saved ES module and CSS replaced by the package's current ones
+    (what the page shows once its notebook is executed again)."""
+    from seqviz.widgets._common import CSS, esm
+
+    def swap(m):
+        state = json.loads(m.group(2))
+        for model in state.get("state", {}).values():
+            st = model.get("state", {})
+            parts = str(st.get("_anywidget_id", "")).split(".")
+            if parts[:2] == ["seqviz", "widgets"] and len(parts) == 4 and parts[2] in _MODULES:
+                st["_esm"] = esm(_MODULES[parts[2]])
+                st["_css"] = CSS.read_text(encoding="utf-8")
+        return m.group(1) + json.dumps(state).replace("</", "<\\/") + m.group(3)
+
+    return _STATE.sub(swap, html, count=1)
+
+
 def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
-def open_page(browser, url: str, width: int, height: int = 900):
+def route_current_js(ctx) -> None:
+    """Serve every HTML page of the context with the package's current widget JS (see with_current_js)."""
+    def handle(route):
+        response = route.fetch()
+        route.fulfill(response=response, body=with_current_js(response.text()))
+
+    ctx.route("**/*.html", handle)
+
+
+def open_page(browser, url: str, width: int, height: int = 900, current_js: bool = False):
     """A fresh context at ``width`` with canvas fonts recorded and every non-loopback request refused."""
     from urllib.parse import urlparse
 
@@ -214,6 +254,8 @@ def open_page(browser, url: str, width: int, height: int = 900):
     ctx.add_init_script(CANVAS_FONTS)
     ctx.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in ("127.0.0.1", None)
               else r.abort())
+    if current_js:
+        route_current_js(ctx)
     page = ctx.new_page()
     page.goto(url, wait_until="load")
     wait_until_rendered(page)
@@ -262,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--width", type=int, action="append", help="window widths (default: 1280 and 390)")
     ap.add_argument("--axe", action="store_true", help="run axe-core instead of the layout check")
     ap.add_argument("--json", type=Path, help="also write the full results to this JSON file")
+    ap.add_argument("--current-js", action="store_true",
+                    help="show the widgets with the package's current JS, not the JS the notebooks stored")
     args = ap.parse_args(argv)
     html = args.html.resolve()
     pages = args.pages or book_pages(html)
@@ -276,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = launch(p)
         for path in pages:
             for width in widths:
-                ctx, page = open_page(browser, base + path, width)
+                ctx, page = open_page(browser, base + path, width, current_js=args.current_js)
                 if args.axe:
                     v = run_axe(page)
                     results[f"{path}@{width}"] = v

@@ -41,6 +41,17 @@ def _heatmap_grid():
     return AttentionHeatmap(_softmax((5, 2, 9), 1), ["a", "b"], [f"k{i}" for i in range(9)], view="grid")
 
 
+def _copy():
+    """Chapter 8's copy trace: one distribution, its axes named (issue 33)."""
+    return AttentionHeatmap(_softmax((4, 15), 7), [f"h{i}" for i in range(4)], [f"a{i}" for i in range(15)],
+                            query_label="headline word", key_label="article word", value_label="copy attention")
+
+
+def _heatmap_named():
+    return AttentionHeatmap(_softmax((2, 2, 3, 3), 8), list("abc"), layer_names=["bidirectional", "causal"],
+                            head_names=["first", "second"], layer=1, view="grid")
+
+
 def _gates():
     g = torch.Generator().manual_seed(2)
     T, U = 6, 5
@@ -76,14 +87,21 @@ def _steps_f8():
     return AttentionSteps(q, k, v, ["x"], list("abcde"), query_positions=[4])
 
 
+def _steps_from_1():
+    g = torch.Generator().manual_seed(9)
+    q, k, v = (torch.randn(4, 6, generator=g) for _ in range(3))
+    return AttentionSteps(q, k, v, ["We", "wash", "our", "cats"], query=1, causal=True, index_base=1)
+
+
 def _beam():
     toy = SeedBeamScorer()
     _, trace = beam_search(toy.next_token_logits, [toy.bos], 3, 6, stop_id=toy.eos, trace=True, with_greedy=True)
     return BeamTree(trace, toy, step=4, normalise=True, alpha=0.7, title="seed")
 
 
-MAKERS = {"heatmap": _heatmap, "heatmap_grid": _heatmap_grid, "gates": _gates, "positional": _positional,
-          "next_token": _next_token, "steps": _steps, "steps_f8": _steps_f8, "beam": _beam}
+MAKERS = {"heatmap": _heatmap, "heatmap_grid": _heatmap_grid, "copy": _copy, "heatmap_named": _heatmap_named,
+          "gates": _gates, "positional": _positional, "next_token": _next_token, "steps": _steps,
+          "steps_f8": _steps_f8, "steps_from_1": _steps_from_1, "beam": _beam}
 
 
 def _tolerance(w) -> float:

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from svbrowser import CHROMIUM, CHROMIUM_ARGS, PageLog, is_loopback, layout, require_book, wait_until_rendered
+from svbrowser import (CHROMIUM, CHROMIUM_ARGS, CURRENT_JS, PageLog, is_loopback, layout, require_book,
+                       wait_until_rendered)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -61,6 +62,8 @@ def open_page(browser, site):
 
         ctx.route("**/*", route)
         ctx.add_init_script(layout.CANVAS_FONTS)  # each canvas records the smallest font it draws text with
+        if CURRENT_JS:  # the pages as they will be once their notebooks run again (see svbrowser)
+            layout.route_current_js(ctx)
         page = ctx.new_page()
 
         def on_console(msg):

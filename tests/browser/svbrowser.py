@@ -7,6 +7,11 @@ tests FAIL (not skip) and say to run `make book`. Set SEQVIZ_BOOK_HTML to test a
 No console error is allowed on any page, and no failed request: the faults a stock Jupyter Book 1 page has (sphinx-thebe's
 script twice, the theme mode, the favicon) are fixed where they are made (scripts/sphinx_book_a11y.py, _config.yml).
 The page measurements (layout, fonts, axe-core) are scripts/check_layout.py's, shared with the command line.
+
+A page shows the widget JS its notebook stored when it last ran. SEQVIZ_CURRENT_JS=1 serves every page with the
+package's current widget modules instead (scripts/check_layout.py --current-js): the book as it will be once its
+notebooks run again, to test a change to static/*.js before re-executing them. The widget tests that render their own
+widgets (gallery.py) always use the current JS.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = Path(os.environ.get("SEQVIZ_BOOK_HTML", ROOT / "_build" / "html")).resolve()
+CURRENT_JS = os.environ.get("SEQVIZ_CURRENT_JS", "") not in ("", "0")
 
 _spec = importlib.util.spec_from_file_location("check_layout", ROOT / "scripts" / "check_layout.py")
 layout = importlib.util.module_from_spec(_spec)
@@ -83,9 +89,28 @@ def embedded_models(page) -> dict[str, dict]:
     return out
 
 
-# Renders a widget's own ES module (taken from the page's embedded state) into a fresh element with a minimal model
-# that behaves like the kernel-backed one: get/set/on/off/save_changes, and `set` fires "change:<name>". This is how
-# a trait set from Python reaches the view, so tests can check the view listens. Returns a handle id.
+# Renders a widget's ES module (state._esm) into `el` with a minimal model that behaves like the kernel-backed one:
+# get/set/on/off/save_changes, and `set` fires "change:<name>". This is how a trait set from Python reaches the view,
+# so tests can check the view listens. Returns a handle id (window.__svMocks[id] = {model, el, mod, cleanup, ...}).
+_MOUNT = """async (state, el) => {
+  const listeners = {};
+  const model = {
+    get: (k) => state[k],
+    set: (k, v) => { state[k] = v; (listeners["change:" + k] || []).slice().forEach((f) => f()); },
+    on: (ev, f) => { (listeners[ev] = listeners[ev] || []).push(f); },
+    off: (ev, f) => { listeners[ev] = (listeners[ev] || []).filter((g) => g !== f); },
+    save_changes: () => {}, send: () => {}, widget_manager: null,
+  };
+  const url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
+  const mod = await import(url);
+  window.__svMocks = window.__svMocks || [];
+  const id = window.__svMocks.length;
+  const cleanup = await mod.default.render({ model, el });
+  window.__svMocks.push({ model, el, mod, cleanup, listeners });
+  return id;
+}"""
+
+# Renders a widget embedded in the page (its saved state, with `overrides`) into a fresh element at the top of the body.
 MOCK_RENDER = """async ({modelId, overrides}) => {
   const s = JSON.parse(document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]').textContent);
   const m = s.state[modelId];
@@ -97,22 +122,62 @@ MOCK_RENDER = """async ({modelId, overrides}) => {
     state[b.path[0]] = new DataView(u8.buffer);
   }
   Object.assign(state, overrides || {});
-  const listeners = {};
-  const model = {
-    get: (k) => state[k],
-    set: (k, v) => { state[k] = v; (listeners["change:" + k] || []).slice().forEach((f) => f()); },
-    on: (ev, f) => { (listeners[ev] = listeners[ev] || []).push(f); },
-    off: (ev, f) => { listeners[ev] = (listeners[ev] || []).filter((g) => g !== f); },
-    save_changes: () => {}, send: () => {}, widget_manager: null,
-  };
-  const url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
-  const mod = await import(url);
   const el = document.createElement("div");
-  window.__svMocks = window.__svMocks || [];
-  const id = window.__svMocks.length;
-  el.id = "sv-mock-" + id;
+  el.id = "sv-mock-" + (window.__svMocks || []).length;
   document.body.prepend(el);
-  const cleanup = await mod.default.render({ model, el });
-  window.__svMocks.push({ model, el, mod, cleanup, listeners });
-  return id;
+  return await (""" + _MOUNT + """)(state, el);
 }"""
+
+# Replaces the page's article with widgets made in Python (their states, bytes as {"__b64": ...}), each in the markup
+# of a notebook cell's widget output, rendered with the package's current JS and CSS: the test's own widgets, laid
+# out in the book's real column. Returns the handles, in order.
+GALLERY = """async ({specs, css}) => {
+  const art = document.querySelector("article.bd-article");
+  art.replaceChildren();
+  const style = document.createElement("style");
+  style.textContent = css;
+  document.head.appendChild(style);
+  const out = [];
+  for (const spec of specs) {
+    const state = {};
+    for (const [k, v] of Object.entries(spec.state)) {
+      if (v && typeof v === "object" && "__b64" in v) {
+        const bin = atob(v.__b64);
+        const u8 = new Uint8Array(bin.length);
+        for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+        state[k] = new DataView(u8.buffer);
+      } else state[k] = v;
+    }
+    const cell = document.createElement("div");
+    cell.className = "cell docutils container";
+    cell.dataset.gallery = spec.name;
+    const output = document.createElement("div");
+    output.className = "cell_output docutils container";
+    const sub = document.createElement("div");
+    sub.className = "widget-subarea";
+    const el = document.createElement("div");
+    sub.appendChild(el); output.appendChild(sub); cell.appendChild(output); art.appendChild(cell);
+    out.push(await (""" + _MOUNT + """)(state, el));
+  }
+  await new Promise((r) => setTimeout(r, 50));
+  return out;
+}"""
+
+
+def widget_state(widget) -> dict:
+    """A widget's synced traits as JSON, bytes as {"__b64": base64} (what the page's saved state holds)."""
+    out = {}
+    for k, v in widget.get_state().items():
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            v = {"__b64": base64.b64encode(bytes(v)).decode("ascii")}
+        out[k] = v
+    return out
+
+
+def show_gallery(page, widgets: dict) -> dict[str, int]:
+    """Render `widgets` ({name: widget}) into the page's text column with the package's current JS; {name: handle}."""
+    from seqviz.widgets._common import CSS
+
+    specs = [{"name": n, "state": widget_state(w)} for n, w in widgets.items()]
+    handles = page.evaluate(GALLERY, {"specs": specs, "css": CSS.read_text(encoding="utf-8")})
+    return dict(zip(widgets, handles))

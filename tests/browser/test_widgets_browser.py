@@ -538,7 +538,7 @@ def test_attention_steps_numbers_in_the_browser_equal_python(tools):
         assert np.isneginf(scaled[masked]).all()
         np.testing.assert_allclose(weights, want[2], rtol=0, atol=1e-6)
         np.testing.assert_allclose(out, want[3], rtol=0, atol=1e-6)
-        assert printed == [f"{w:.4f}" for w in want[2]]
+        assert printed == ["0 (masked)" if m else f"{w:.4f}" for w, m in zip(want[2], masked)]
         assert root.locator(".sv-steps-cell.sv-steps-weight.sv-masked").count() == int(masked.sum())
 
 

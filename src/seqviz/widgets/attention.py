@@ -110,12 +110,37 @@ def prepare_attention(weights, query_tokens: Sequence[str], key_tokens: Sequence
     return AttentionData(weights=w, mask=m, query_tokens=q, key_tokens=k, vmax=vmax)
 
 
+def _label(value, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty string naming what it labels (e.g. \"article word\"), "
+                        f"got {value!r}")
+    return value.strip()
+
+
+def _names(value, n: int, name: str, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TypeError(f"{name} must be a list of {n} non-empty strings, one per {what}, got {value!r}")
+    names = [v.strip() for v in value]
+    if len(names) != n:
+        raise ValueError(f"{name} has {len(names)} entries but the attention has {n} {what}s; name each {what} once")
+    return names
+
+
 class AttentionHeatmap(anywidget.AnyWidget):
-    """Interactive attention heatmap with layer/head selectors, an all-heads grid, hover read-out and masked cells.
+    """Interactive attention heatmap with layer/head selectors, an all-heads grid, a read-out of the cell under the
+    mouse or the keyboard's cursor, and masked cells. It fits its container (see ``static/attention.js``).
 
     ``AttentionHeatmap(weights, query_tokens, key_tokens=None, mask=None)``: weights (L, H, Tq, Tk), (H, Tq, Tk) or
     (Tq, Tk) tensor/array; ``mask`` (Tq, Tk) bool (True = may attend) or ``"causal"``. Set ``layer``, ``head`` or
     ``view`` ("head" or "grid") from Python and the view follows.
+
+    What the axes are, for a distribution that is not a transformer's attention: ``query_label`` (a row, default
+    "query"), ``key_label`` (a column, default "key"), ``value_label`` (a cell, default "attention weight"), e.g.
+    ``query_label="headline word", key_label="article word", value_label="copy attention"``; they name the axes,
+    the read-out, the legend and the text alternative (a single distribution's read-out never names a layer or a
+    head). ``layer_names`` / ``head_names`` name the selectors' entries (e.g. ``["bidirectional", "causal"]``).
     """
 
     _esm = esm("attention.js")  # the shared prelude + attention.js
@@ -132,12 +157,25 @@ class AttentionHeatmap(anywidget.AnyWidget):
     head = traitlets.Int(0).tag(sync=True)
     view = traitlets.Enum(["head", "grid"], default_value="head").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
+    query_label = traitlets.Unicode("query").tag(sync=True)
+    key_label = traitlets.Unicode("key").tag(sync=True)
+    value_label = traitlets.Unicode("attention weight").tag(sync=True)
+    layer_names = traitlets.List(traitlets.Unicode()).tag(sync=True)  # empty: "layer 0", "layer 1", ...
+    head_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
     def __init__(self, weights, query_tokens, key_tokens=None, mask=None, *, layer: int = 0, head: int = 0,
-                 view: str = "head", title: str = "", atol: float = 1e-3, **kwargs):
+                 view: str = "head", title: str = "", atol: float = 1e-3, query_label: str = "query",
+                 key_label: str = "key", value_label: str = "attention weight",
+                 layer_names: Sequence[str] | None = None, head_names: Sequence[str] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.title = title
+        self.query_label = _label(query_label, "query_label")
+        self.key_label = _label(key_label, "key_label")
+        self.value_label = _label(value_label, "value_label")
         self.set_data(weights, query_tokens, key_tokens, mask, atol=atol)
+        L, H = self.shape[:2]
+        self.layer_names = _names(layer_names, L, "layer_names", "layer")
+        self.head_names = _names(head_names, H, "head_names", "head")
         self.layer, self.head, self.view = layer, head, view
 
     def set_data(self, weights, query_tokens, key_tokens=None, mask=None, *, atol: float = 1e-3) -> None:
@@ -153,6 +191,10 @@ class AttentionHeatmap(anywidget.AnyWidget):
             self.query_tokens, self.key_tokens = d.query_tokens, d.key_tokens
             self.layer = min(self.layer, d.weights.shape[0] - 1)
             self.head = min(self.head, d.weights.shape[1] - 1)
+            if len(self.layer_names) != d.weights.shape[0]:
+                self.layer_names = []
+            if len(self.head_names) != d.weights.shape[1]:
+                self.head_names = []
 
     @traitlets.validate("layer")
     def _check_layer(self, proposal):
@@ -167,8 +209,13 @@ class AttentionHeatmap(anywidget.AnyWidget):
         """The checked float weights behind the widget (the browser sees them quantised to 1/255 of vmax)."""
         return self._data
 
+    def _name(self, names: list[str], i: int, prefix: str) -> str:
+        return names[i] if names else f"{prefix} {i}"
+
     def to_figure(self, layer: int | None = None, head: int | None = None, grid: bool | None = None):
-        """Static matplotlib rendering (for print/PDF): one head, or all heads of a layer when ``grid``."""
+        """Static matplotlib rendering (for print/PDF): one head, or all heads of a layer when ``grid``. Rows and
+        columns keep their own size (a 6 x 120 copy trace is a wide, labelled band, not a square), the figure is at
+        most 7.5 in wide, and tick labels are thinned so that each keeps 8 pt type."""
         from matplotlib.colors import ListedColormap
         from matplotlib.figure import Figure
         from matplotlib.patches import Rectangle
@@ -181,37 +228,45 @@ class AttentionHeatmap(anywidget.AnyWidget):
         heads = list(range(H)) if grid else [head]
         cols = min(len(heads), 4)
         rows = -(-len(heads) // cols)
-        side = max(2.2, min(6.0, 0.32 * max(Tq, Tk) + 1.5)) if not grid else 2.6
-        fig = Figure(figsize=(side * cols + 1.0, side * rows + 0.6), layout="constrained")
+        if grid:
+            panel_w = panel_h = min(2.6, 7.0 / cols)
+        else:  # about 0.16 in a cell (an 8 pt label), within 7.5 x 7.5 in
+            panel_w = float(np.clip(0.16 * Tk, 2.2, 6.4))
+            panel_h = float(np.clip(0.16 * Tq, 0.9, 6.4))
+        fig = Figure(figsize=(panel_w * cols + 1.4, panel_h * rows + 1.3), layout="constrained")
         axes = fig.subplots(rows, cols, squeeze=False)
         cmap = ListedColormap(["#bdbdbd"])
         im = None
+        single = L * H == 1
         for ax, h in zip(axes.flat, heads):
             w = d.weights[layer, h]  # (Tq, Tk)
-            im = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=d.vmax, interpolation="nearest", aspect="equal")
+            im = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=d.vmax, interpolation="nearest", aspect="auto")
             if d.mask is not None:
                 m = d.mask[min(layer, d.mask.shape[0] - 1), min(h, d.mask.shape[1] - 1)]  # (Tq, Tk)
-                ax.imshow(np.ma.masked_where(m, np.ones_like(w)), cmap=cmap, interpolation="nearest", aspect="equal")
+                ax.imshow(np.ma.masked_where(m, np.ones_like(w)), cmap=cmap, interpolation="nearest", aspect="auto")
                 if m.size <= 4096:  # hatch each masked cell, as the browser does
                     for i, j in np.argwhere(~m):
                         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", lw=0,
                                                edgecolor="#7a7a7a"))
-            ax.set_title(f"layer {layer}, head {h}", fontsize=9)
+            if not single:
+                where = [self._name(self.layer_names, layer, "layer")] if L > 1 else []
+                ax.set_title(", ".join(where + ([self._name(self.head_names, h, "head")] if H > 1 else [])),
+                             fontsize=9)
             if not grid or h == heads[0]:
-                small = max(Tq, Tk) <= 40
-                ax.set_xticks(range(Tk) if small else [])
-                ax.set_yticks(range(Tq) if small else [])
-                if small:
-                    ax.set_xticklabels([plain(t) for t in d.key_tokens], rotation=90, fontsize=8)
-                    ax.set_yticklabels([plain(t) for t in d.query_tokens], fontsize=8)
-                ax.set_xlabel("key")
-                ax.set_ylabel("query")
+                for axis, toks, n, inches, rot in ((ax.xaxis, d.key_tokens, Tk, panel_w, 90),
+                                                   (ax.yaxis, d.query_tokens, Tq, panel_h, 0)):
+                    step = max(1, int(np.ceil(n * 0.14 / inches)))  # 8 pt labels need ~0.14 in each
+                    ticks = list(range(0, n, step)) if n <= 400 else []
+                    axis.set_ticks(ticks)
+                    axis.set_ticklabels([plain(toks[t]) for t in ticks], fontsize=8, rotation=rot)
+                ax.set_xlabel(self.key_label, fontsize=9)
+                ax.set_ylabel(self.query_label, fontsize=9)
             else:
                 ax.set_xticks([])
                 ax.set_yticks([])
         for ax in list(axes.flat)[len(heads):]:
             ax.set_visible(False)
-        fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+        fig.colorbar(im, ax=axes, shrink=0.9, aspect=max(8, 12 * panel_h * rows / 6), label=self.value_label)
         if self.title:
-            fig.suptitle(self.title)
+            fig.suptitle(self.title, fontsize=10)
         return fig

@@ -144,6 +144,13 @@ def prepare_steps(q, k, v, query_tokens: Sequence[str], key_tokens: Sequence[str
                      dtype=dtype)
 
 
+def _index_base(b) -> int:
+    if isinstance(b, bool) or b not in (0, 1):
+        raise ValueError(f"index_base must be 0 (count positions from 0, as Python) or 1 (from 1, as SLP's "
+                         f"x_1 ... x_n), got {b!r}")
+    return int(b)
+
+
 def _pick(values, n: int, name: str) -> list[int]:
     if values is None:
         return list(range(n))
@@ -160,6 +167,10 @@ class AttentionSteps(anywidget.AnyWidget):
 
     ``AttentionSteps(q, k, v, tokens, key_tokens=None, query=0, causal=False)`` with q (T_q, d_k), k (T_k, d_k),
     v (T_k, d_v), or with leading (H,) or (L, H) axes for heads and layers (then layer/head selectors appear).
+    Every one of the T_q queries is offered in the widget's query picker: pass all of them (q of every position) so
+    a reader can choose any. ``index_base=1`` counts positions and subscripts from 1 (q_1 is the first query, as SLP
+    writes x_1 ... x_n, and as a chapter's code may name it); the default 0 counts as Python indexes. The ``query``
+    argument and trait are always Python indices (0 is the first query).
     ``AttentionSteps.from_model(model, ids, tokens)`` reads every layer's and head's q, k, v from a
     ``seqviz.transformer.TransformerLM`` (or the BERT-style encoder). Traits the view follows: ``query``, ``causal``,
     ``layer``, ``head``.
@@ -183,13 +194,15 @@ class AttentionSteps(anywidget.AnyWidget):
     layer = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(0).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
+    index_base = traitlets.Int(0).tag(sync=True)  # 0: positions and subscripts as Python counts; 1: as SLP does
 
     def __init__(self, q, k, v, query_tokens, key_tokens=None, *, query: int = 0, causal: bool = False,
                  layer: int = 0, head: int = 0, query_positions: Sequence[int] | None = None,
                  layer_ids: Sequence[int] | None = None, head_ids: Sequence[int] | None = None, title: str = "",
-                 **kwargs):
+                 index_base: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.title = title
+        self.index_base = _index_base(index_base)
         self.set_data(q, k, v, query_tokens, key_tokens, query_positions=query_positions, layer_ids=layer_ids,
                       head_ids=head_ids)
         self.query, self.causal, self.layer, self.head = query, causal, layer, head
@@ -233,6 +246,10 @@ class AttentionSteps(anywidget.AnyWidget):
             self.query = min(self.query, Tq - 1)
             self.layer = min(self.layer, L - 1)
             self.head = min(self.head, H - 1)
+
+    @traitlets.validate("index_base")
+    def _check_index_base(self, proposal):
+        return _index_base(proposal["value"])
 
     @traitlets.validate("query")
     def _check_query(self, proposal):
@@ -288,28 +305,28 @@ class AttentionSteps(anywidget.AnyWidget):
         h = self.head if head is None else head
         Tk, dv = r.weighted.shape
         keys = [plain(t) for t in d.key_tokens]
-        fig = Figure(figsize=(11.5, 1.6 + 0.3 * Tk), layout="constrained")
+        fig = Figure(figsize=(7.5, 1.8 + 0.2 * Tk), layout="constrained")
         a1, a2, a3 = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.2, 1.0, 1.4]})
         y = np.arange(Tk)
         a1.barh(y - 0.2, r.dots, height=0.4, color="#9bc9e0", label=r"$q_i \cdot k_j$ (9.35)")
         a1.barh(y + 0.2, r.scaled, height=0.4, color="#2a71b2", label=r"$/\sqrt{d_k}$ (9.37)")
         a1.axvline(0, color="black", lw=0.6)
-        a1.legend(fontsize=7, loc="lower right")
+        a1.legend(fontsize=8, loc="lower right")
         a1.set_title("scores", fontsize=9)
         a2.barh(y, r.weights, color="#3b528b")
         for j in np.flatnonzero(~r.mask):
             a2.barh(j, 1.0, color="none", edgecolor="#7a7a7a", hatch="///", lw=0)
         for j in range(Tk):
             a2.text(r.weights[j] + 0.01, j, "masked" if not r.mask[j] else f"{r.weights[j]:.3f}", va="center",
-                    fontsize=7)
-        a2.set_xlim(0, 1.15)
+                    fontsize=8)
+        a2.set_xlim(0, 1.35)
         a2.set_title(r"softmax weights $\alpha_{ij}$ (9.31)-(9.32)", fontsize=9)
         vmax = float(np.abs(d.v[l, h]).max()) or 1.0
         rows = np.vstack([r.weighted, r.output[None]])               # (T_k + 1, d_v)
         im = a3.imshow(rows, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
         a3.axhline(Tk - 0.5, color="black", lw=1.2)
         a3.set_yticks(range(Tk + 1), [*keys, r"$y_i = \sum_j \alpha_{ij} v_j$"], fontsize=8)
-        a3.set_xlabel("value dimension")
+        a3.set_xlabel("value dimension", fontsize=8)
         a3.set_title(r"weighted values $\alpha_{ij} v_j$ and their sum (9.36)", fontsize=9)
         fig.colorbar(im, ax=a3, shrink=0.8)
         for ax in (a1, a2):
@@ -317,5 +334,6 @@ class AttentionSteps(anywidget.AnyWidget):
             ax.invert_yaxis()
         mask = "causal mask" if (self.causal if causal is None else causal) else "no mask"
         where = f"layer {self.layer_ids[l]}, head {self.head_ids[h]}, " if self.shape[0] * self.shape[1] > 1 else ""
-        fig.suptitle(self.title or f"{where}query {i} \u201c{plain(d.query_tokens[i])}\u201d, {mask}", fontsize=10)
+        fig.suptitle(self.title or f"{where}query {i + self.index_base} \u201c{plain(d.query_tokens[i])}\u201d, {mask}",
+                     fontsize=10)
         return fig

@@ -169,18 +169,21 @@ class LSTMGates(anywidget.AnyWidget):
             if n not in d.values:
                 raise ValueError(f"gate {n!r} is not among the traces given: {list(d.values)}")
         T, U = d.shape
-        fig = Figure(figsize=(max(5.0, 0.28 * T + 2.5), 1.2 + len(names) * max(1.4, min(3.0, 0.06 * U + 0.8))),
-                     layout="constrained")
+        width = float(np.clip(0.16 * T + 2.0, 5.0, 7.5))  # at most a page's width: labels stay 8 pt in print
+        fig = Figure(figsize=(width, 1.2 + len(names) * max(1.4, min(3.0, 0.06 * U + 0.8))), layout="constrained")
         axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
+        step = max(1, int(np.ceil(T * 0.14 / (width - 1.6))))  # every step-th token: 8 pt labels need ~0.14 in
         for ax, n in zip(axes, names):
             lo, hi = d.ranges[n]
             cmap = "viridis" if GATES[n].kind == "sigmoid" else "RdBu_r"
             im = ax.imshow(d.values[n].T, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
             ax.axvline(self.step, color="#e4572e", lw=1.2)
-            ax.set_ylabel("unit")
+            ax.set_ylabel("unit", fontsize=9)
             ax.set_title(f"${GATES[n].symbol}$ {GATES[n].name} ({GATES[n].equation})", fontsize=9, loc="left")
-            ax.set_xticks(range(T) if T <= 60 else [])
-            ax.set_xticklabels([plain(t) for t in d.tokens] if T <= 60 else [], rotation=90, fontsize=8)
+            ticks = list(range(0, T, step))
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([plain(d.tokens[t]) for t in ticks], rotation=90, fontsize=8)
+            ax.tick_params(axis="y", labelsize=8)
             fig.colorbar(im, ax=ax, shrink=0.9, pad=0.01)
         if self.title:
             fig.suptitle(self.title)

@@ -17,6 +17,9 @@ from ._common import CSS, esm
 
 __all__ = ["PositionalMatrix", "sinusoidal_encoding", "MAX_D_MODEL", "MAX_LEN"]
 
+# the curves' colours (Okabe & Ito's palette, safe for colour-blind readers) and dash patterns, as in positional.js
+OKABE_ITO = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"]
+DASHES = ["-", (0, (6, 3)), (0, (2, 2)), (0, (8, 3, 2, 3)), (0, (1, 3)), (0, (10, 4)), (0, (4, 2, 1, 2)), (0, (12, 2))]
 MAX_D_MODEL = 512  # slider limits; the browser recomputes P P^T, (max_len^2 * d_model) multiply-adds, on each change
 MAX_LEN = 512
 
@@ -99,36 +102,41 @@ class PositionalMatrix(anywidget.AnyWidget):
         return sinusoidal_encoding(self.max_len, self.d_model, self.base)
 
     def to_figure(self):
-        """Static matplotlib rendering of the three panels for the current settings."""
+        """Static matplotlib rendering of the three panels for the current settings: P and P P^T side by side, the
+        chosen dimensions below them as curves told apart by colour (Okabe-Ito) and dash pattern; 7.5 in wide."""
         from matplotlib.figure import Figure
 
         P = self.encoding()  # (max_len, d_model)
         dims = [d for d in self.dims if d < self.d_model]
         pos = [p for p in self.positions if p < self.max_len]
         S = P @ P.T  # (max_len, max_len)
-        fig = Figure(figsize=(13, 4), layout="constrained")
-        a1, a2, a3 = fig.subplots(1, 3, width_ratios=[1, 1.4, 1])
+        fig = Figure(figsize=(7.5, 6.2), layout="constrained")
+        ax = fig.subplot_mosaic([["P", "S"], ["curves", "curves"]], height_ratios=[1.1, 1])
+        a1, a2, a3 = ax["P"], ax["curves"], ax["S"]
         im = a1.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-        a1.set_xlabel("dimension")
-        a1.set_ylabel("position p")
+        a1.set_xlabel("dimension", fontsize=9)
+        a1.set_ylabel("position p", fontsize=9)
         a1.set_title(f"P (d_model={self.d_model}, base={self.base:g})", fontsize=9)
         fig.colorbar(im, ax=a1, shrink=0.8)
-        for d in dims:
+        for j, d in enumerate(dims):
             kind = "sin" if d % 2 == 0 else "cos"
-            a2.plot(P[:, d], lw=1.4, label=f"dim {d} ({kind}, i={d // 2})")
+            a2.plot(P[:, d], lw=1.5, color=OKABE_ITO[j % len(OKABE_ITO)], ls=DASHES[j % len(DASHES)],
+                    label=f"dim {d} ({kind}, i={d // 2})")
         for p in pos:
             a2.axvline(p, color="#555", ls="--", lw=0.8)
-        a2.set_xlabel("position p")
+        a2.set_xlabel("position p", fontsize=9)
         a2.set_ylim(-1.1, 1.1)
-        a2.legend(fontsize=8, loc="lower right")
-        a2.set_title("chosen dimensions over positions", fontsize=9)
+        a2.legend(fontsize=8, loc="lower right", ncols=2)
+        a2.set_title("chosen dimensions over positions (dashed lines: the two positions compared)", fontsize=9)
         im3 = a3.imshow(S, cmap="viridis", aspect="equal", interpolation="nearest")
         if len(pos) == 2:
             a3.plot([pos[1]], [pos[0]], marker="s", mfc="none", mec="#e4572e", ms=8)
-        a3.set_xlabel("position q")
-        a3.set_ylabel("position p")
+        a3.set_xlabel("position q", fontsize=9)
+        a3.set_ylabel("position p", fontsize=9)
         a3.set_title("P P^T: dot products depend on p - q", fontsize=9)
         fig.colorbar(im3, ax=a3, shrink=0.8)
+        for a in (a1, a2, a3):
+            a.tick_params(labelsize=8)
         if self.title:
-            fig.suptitle(self.title)
+            fig.suptitle(self.title, fontsize=10)
         return fig

@@ -73,7 +73,10 @@ def _heatmap(cls, s):
         mask = np.frombuffer(_bytes(s, "mask"), dtype=np.uint8).reshape(s["mask_shape"]).astype(bool)
     atol = shape[3] * vmax / 510 + 1e-6                           # a row of Tk rounded weights sums to 1 within this
     return cls(w, list(s["query_tokens"]), list(s["key_tokens"]), mask, layer=int(s.get("layer", 0)),
-               head=int(s.get("head", 0)), view=s.get("view", "head"), title=s.get("title", ""), atol=atol)
+               head=int(s.get("head", 0)), view=s.get("view", "head"), title=s.get("title", ""), atol=atol,
+               query_label=s.get("query_label") or "query", key_label=s.get("key_label") or "key",
+               value_label=s.get("value_label") or "attention weight",
+               layer_names=s.get("layer_names") or None, head_names=s.get("head_names") or None)
 
 
 def _gates(cls, s):
@@ -111,7 +114,8 @@ def _steps(cls, s):
     return cls(q.astype(dt[1:]), k.astype(dt[1:]), v.astype(dt[1:]), list(s["query_tokens"]), list(s["key_tokens"]),
                query=int(s.get("query", 0)), causal=bool(s.get("causal", False)), layer=int(s.get("layer", 0)),
                head=int(s.get("head", 0)), query_positions=list(s["query_positions"]),
-               layer_ids=list(s["layer_ids"]), head_ids=list(s["head_ids"]), title=s.get("title", ""))
+               layer_ids=list(s["layer_ids"]), head_ids=list(s["head_ids"]), title=s.get("title", ""),
+               index_base=int(s.get("index_base", 0)))
 
 
 def _beam(cls, s):

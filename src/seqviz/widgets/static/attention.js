@@ -1,11 +1,18 @@
 // AttentionHeatmap view. The widget's ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) followed
 // by this file; it imports nothing, so it also runs from the widget state of the static book.
 // State (see attention.py): weights = uint8 bytes (L, H, Tq, Tk) C order, value = q / 255 * vmax; mask = uint8 0/1
-// bytes (Lm, Hm, Tq, Tk) or empty; query_tokens / key_tokens; layer, head, view ("head" | "grid"); title.
+// bytes (Lm, Hm, Tq, Tk) or empty; query_tokens / key_tokens; layer, head, view ("head" | "grid"); title;
+// query_label / key_label / value_label (what a row, a column and a weight are: "query", "key", "attention weight"
+// by default; chapter 8's copy trace reads "headline word", "article word", "copy attention"); layer_names /
+// head_names (the selectors' entries; empty: "layer 0", "head 0", …).
+// The heatmap fits its container: cells as large as the width allows (at most 32 px); where that leaves no room for
+// labels of at least MIN_LABEL_PX, the matrix keeps 14 px cells and scrolls sideways in a box the keyboard can
+// reach; a matrix too large even for that fits the width without labels (the cursor's read-out names each cell).
 
 const MASKED = [0xbd, 0xbd, 0xbd];
-const SINGLE_PX = 480; // target side of the one-head heatmap
-const GRID_PX = 150; // target side of each small multiple in the all-heads grid
+const MAX_CELL = 32;
+const MAX_SCROLL_PX = 6000; // wider than this at labelled size, a matrix fits the width unlabelled instead
+const THUMB_MIN = 150, THUMB_MAX = 260, GAP = 12; // the all-heads grid's small multiples
 
 function hatchPattern(ctx) {
   const c = document.createElement("canvas");
@@ -28,6 +35,7 @@ function readState(model) {
   const [L, H, Tq, Tk] = model.get("shape");
   const mask = bytesOf(model.get("mask"));
   const ms = model.get("mask_shape");
+  const names = (list, n, prefix) => Array.from({ length: n }, (_, i) => (list || [])[i] || `${prefix} ${i}`);
   return {
     L, H, Tq, Tk,
     w: bytesOf(model.get("weights")),
@@ -37,6 +45,11 @@ function readState(model) {
     Hm: ms.length ? ms[1] : 1,
     q: model.get("query_tokens"),
     k: model.get("key_tokens"),
+    qLabel: model.get("query_label") || "query",
+    kLabel: model.get("key_label") || "key",
+    vLabel: model.get("value_label") || "attention weight",
+    layerNames: names(model.get("layer_names"), L, "layer"),
+    headNames: names(model.get("head_names"), H, "head"),
   };
 }
 
@@ -80,18 +93,29 @@ function paint(canvas, s, l, hd, cs) {
 
 // The colour legend, with a hatched "masked" swatch when the attention has a mask.
 function attentionLegend(s) {
-  const box = legend(LUT_VIRIDIS, "0", s.vmax.toFixed(3), "attention weight");
+  const box = legend(LUT_VIRIDIS, "0", s.vmax.toFixed(3), s.vLabel);
   if (s.mask) {
     const sw = h("span", "sv-legend-masked");
     const m = document.createElement("canvas");
     m.width = 12; m.height = 10;
+    m.setAttribute("aria-hidden", "true");
     const mg = m.getContext("2d");
     mg.fillStyle = hatchPattern(mg);
     mg.fillRect(0, 0, 12, 10);
-    sw.append(m, h("span", "", "masked"));
+    sw.append(m, h("span", "", "masked (hatched grey)"));
     box.appendChild(sw);
   }
   return box;
+}
+
+// How to draw one head at width W: cell size, whether labels are drawn, whether the matrix scrolls sideways.
+function fitSingle(s, W) {
+  const qFont = 12;
+  const qw = Math.min(Math.floor(W * 0.35), 170, textWidth(s.q.map(visible), qFont, true) + 10);
+  const fit = Math.min(MAX_CELL, Math.floor((W - qw - 4) / s.Tk));
+  if (fit >= LABEL_CELL_PX - 2) return { cs: fit, labels: true, scroll: false, qw };
+  if (s.Tk * LABEL_CELL_PX <= MAX_SCROLL_PX) return { cs: LABEL_CELL_PX, labels: true, scroll: true, qw };
+  return { cs: Math.max(1, fit), labels: false, scroll: false, qw: 0 };
 }
 
 function render({ model, el }) {
@@ -103,10 +127,12 @@ function render({ model, el }) {
   const headSel = h("select", "sv-head");
   const headLabel = labelled("head ", headSel);
   controls.append(layerLabel, headLabel);
+  const axes = h("div", "sv-axes");
   const body = h("div", "sv-body");
   const readout = readoutLine();
   const legendBox = h("div", "sv-legend-wrap");
-  root.append(title, controls, body, readout, legendBox);
+  const summary = srOnly("div", "sv-summary");
+  root.append(title, controls, axes, body, readout, legendBox, summary);
 
   layerSel.addEventListener("change", () => save(model, "layer", parseInt(layerSel.value, 10)));
   headSel.addEventListener("change", () => {
@@ -119,13 +145,13 @@ function render({ model, el }) {
     model.save_changes();
   });
 
-  function fillSelect(sel, n, prefix, withAll) {
+  function fillSelect(sel, names, withAll) {
     sel.replaceChildren();
-    for (let i = 0; i < n; i++) {
-      const o = h("option", "", `${prefix} ${i}`);
+    names.forEach((name, i) => {
+      const o = h("option", "", name);
       o.value = String(i);
       sel.appendChild(o);
-    }
+    });
     if (withAll) {
       const o = h("option", "", "all heads");
       o.value = "all";
@@ -133,107 +159,166 @@ function render({ model, el }) {
     }
   }
 
+  // "layer 1, head 2: " when there is more than one distribution to tell apart, else nothing
+  const which = (l, hd) => (s.L * s.H > 1
+    ? `${s.L > 1 ? s.layerNames[l] + ", " : ""}${s.H > 1 ? s.headNames[hd] : ""}`.replace(/, $/, "") + ": " : "");
+
   function describe(l, hd, i, j) {
-    const where = `layer ${l}, head ${hd}: query \u201c${s.q[i]}\u201d (${i}) \u2192 key \u201c${s.k[j]}\u201d (${j})`;
+    const where = `${which(l, hd)}${s.qLabel} \u201c${s.q[i]}\u201d (${i}) \u2192 ${s.kLabel} \u201c${s.k[j]}\u201d (${j})`;
     const masked = isMasked(s, l, hd, i * s.Tk + j);
     return masked ? `${where}: masked` : `${where}: ${weightAt(s, l, hd, i, j).toFixed(3)}`;
   }
 
-  function cellFromEvent(ev, canvas, cs) {
-    const r = canvas.getBoundingClientRect();
-    const sx = canvas.width / r.width, sy = canvas.height / r.height;
-    const j = Math.floor(((ev.clientX - r.left) * sx) / cs);
-    const i = Math.floor(((ev.clientY - r.top) * sy) / cs);
-    if (i < 0 || j < 0 || i >= s.Tq || j >= s.Tk) return null;
-    return [i, j];
+  // The text alternative: for each row, the column it weights most, as a table only screen readers see.
+  function summarize(l, hd, grid) {
+    const table = h("table");
+    const cap = grid
+      ? `${s.layerNames[l]}, all ${s.H} heads: ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}) each; ` +
+        "open one head (Enter on its heatmap) for its table."
+      : `${which(l, hd)}${s.vLabel}, ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}); for each ` +
+        `${s.qLabel}, the ${s.kLabel} it weights most.`;
+    table.appendChild(h("caption", "", cap));
+    if (!grid) {
+      const head = h("tr");
+      head.append(h("th", "", s.qLabel), h("th", "", `${s.kLabel} weighted most`), h("th", "", s.vLabel));
+      table.appendChild(head);
+      for (let i = 0; i < s.Tq; i++) {
+        let best = -1, bw = -1;
+        for (let j = 0; j < s.Tk; j++) {
+          if (isMasked(s, l, hd, i * s.Tk + j)) continue;
+          const w = weightAt(s, l, hd, i, j);
+          if (w > bw) { bw = w; best = j; }
+        }
+        const tr = h("tr");
+        tr.append(h("th", "", s.q[i]), h("td", "", best < 0 ? "(all masked)" : s.k[best]),
+          h("td", "", best < 0 ? "" : bw.toFixed(3)));
+        table.appendChild(tr);
+      }
+    }
+    summary.replaceChildren(table);
   }
 
-  // The one-head view and the all-heads grid are built once per data change; a layer/head selection only repaints
-  // their canvases (cur holds the selection the hover handlers read).
+  // The one-head view and the all-heads grid are built once per data change and width; a layer/head selection only
+  // repaints their canvases (cur holds the selection the read-outs use).
   const cur = { l: 0, hd: 0 };
-  let single = null, grid = null;
+  let single = null, grid = null, width = widthOf(root);
 
   function buildSingle() {
-    const cs = Math.max(3, Math.min(32, Math.floor(SINGLE_PX / Math.max(s.Tq, s.Tk))));
-    const font = `${Math.min(13, cs - 2)}px`;
+    const f = fitSingle(s, width);
+    const cs = f.cs, font = f.labels ? labelFont(cs) : 0;
     const m = h("div", "sv-att-matrix");
+    const keyH = f.labels ? Math.min(130, textWidth(s.k.map(visible), font, true) + 6) : 0;
+    const qCol = h("div", "sv-queries");
+    qCol.style.paddingTop = `${keyH}px`;
+    qCol.style.width = `${f.qw}px`;
+    const area = f.scroll
+      ? scroller(`${s.vLabel}: ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}), scrolls sideways`,
+        "sv-att-scroll")
+      : h("div", "sv-att-area");
     const keys = h("div", "sv-keys");
-    const queries = h("div", "sv-queries");
-    const keySpans = s.k.map((t) => {
-      const e = h("span", "sv-tok sv-key", t);
+    keys.style.height = `${keyH}px`;
+    const keySpans = s.k.map((t, j) => {
+      const e = h("span", "sv-tok sv-key", visible(t));
       e.style.width = `${cs}px`;
-      e.style.fontSize = font;
-      e.title = t;
+      e.style.fontSize = `${font}px`;
+      e.title = `${s.kLabel} ${j}: ${t}`;
       keys.appendChild(e);
       return e;
     });
-    const querySpans = s.q.map((t) => {
-      const e = h("span", "sv-tok sv-query", t);
+    const querySpans = s.q.map((t, i) => {
+      const e = h("span", "sv-tok sv-query", visible(t));
       e.style.height = e.style.lineHeight = `${cs}px`;
-      e.style.fontSize = font;
-      e.title = t;
-      queries.appendChild(e);
+      e.style.fontSize = `${font}px`;
+      e.title = `${s.qLabel} ${i}: ${t}`;
+      qCol.appendChild(e);
       return e;
     });
-    if (cs < 10) { keys.classList.add("sv-hidden-labels"); queries.classList.add("sv-hidden-labels"); }
+    if (!f.labels) { keys.hidden = true; qCol.hidden = true; }
     const wrap = h("div", "sv-canvas-wrap");
     const heat = h("canvas", "sv-heat");
     const over = h("canvas", "sv-overlay");
+    over.setAttribute("aria-hidden", "true");
     over.width = heat.width = s.Tk * cs;
     over.height = heat.height = s.Tq * cs;
     wrap.append(heat, over);
-    m.append(h("div", "sv-corner"), keys, queries, wrap);
+    area.append(keys, wrap);
+    m.append(qCol, area);
     const og = over.getContext("2d");
     let hl = null;
-    const clear = () => {
+    const unmark = () => {
       og.clearRect(0, 0, over.width, over.height);
       if (hl) { querySpans[hl[0]].classList.remove("sv-hl"); keySpans[hl[1]].classList.remove("sv-hl"); }
       hl = null;
     };
-    heat.addEventListener("mousemove", (ev) => {
-      const ij = cellFromEvent(ev, heat, cs);
-      clear();
-      if (!ij) return;
-      const [i, j] = ij;
-      hl = ij;
-      querySpans[i].classList.add("sv-hl");
-      keySpans[j].classList.add("sv-hl");
-      og.strokeStyle = "rgba(255,255,255,0.9)";
-      og.lineWidth = 1;
-      og.strokeRect(0.5, i * cs + 0.5, over.width - 1, cs - 1);
-      og.strokeRect(j * cs + 0.5, 0.5, cs - 1, over.height - 1);
-      og.strokeStyle = ACCENT;
-      og.lineWidth = 2;
-      og.strokeRect(j * cs + 1, i * cs + 1, cs - 2, cs - 2);
-      readout.textContent = describe(cur.l, cur.hd, i, j);
+    const cursor = cellCursor(heat, {
+      rows: () => s.Tq, cols: () => s.Tk,
+      cellAt: (ev) => cellUnder(ev, heat, cs, cs, s.Tq, s.Tk),
+      label: `${s.vLabel} heatmap, ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}): arrow keys move ` +
+        "from cell to cell",
+      show: (i, j) => {
+        unmark();
+        root.dataset.cursor = i === null ? "" : `${i},${j}`;
+        if (i === null) { readout.textContent = "\u00a0"; return; }
+        hl = [i, j];
+        querySpans[i].classList.add("sv-hl");
+        keySpans[j].classList.add("sv-hl");
+        og.strokeStyle = "rgba(255,255,255,0.9)";
+        og.lineWidth = 1;
+        og.strokeRect(0.5, i * cs + 0.5, over.width - 1, cs - 1);
+        og.strokeRect(j * cs + 0.5, 0.5, cs - 1, over.height - 1);
+        og.strokeStyle = ACCENT;
+        og.lineWidth = 2;
+        og.strokeRect(j * cs + 1, i * cs + 1, Math.max(1, cs - 2), Math.max(1, cs - 2));
+        readout.textContent = describe(cur.l, cur.hd, i, j);
+        if (f.scroll) { // keep the cursor's cell in the scrolling box's view
+          const x = j * cs;
+          if (x < area.scrollLeft) area.scrollLeft = x;
+          else if (x + cs > area.scrollLeft + area.clientWidth) area.scrollLeft = x + cs - area.clientWidth;
+        }
+      },
     });
-    heat.addEventListener("mouseleave", () => { clear(); readout.textContent = "\u00a0"; });
-    return { node: m, paint: () => { clear(); paint(heat, s, cur.l, cur.hd, cs); } };
+    root.dataset.cell = String(cs);
+    root.dataset.labels = f.labels ? "shown" : "hidden";
+    root.dataset.scroll = String(f.scroll);
+    return {
+      node: m, fonts: [font],
+      paint: () => {
+        const c = cursor.get();
+        unmark();
+        paint(heat, s, cur.l, cur.hd, cs);
+        if (c) cursor.set(c[0], c[1]);
+      },
+    };
   }
 
   function buildGrid() {
-    const cs = Math.max(1, Math.min(16, Math.floor(GRID_PX / Math.max(s.Tq, s.Tk))));
+    const perRow = Math.max(1, Math.min(s.H, Math.floor((width + GAP) / (THUMB_MIN + GAP))));
+    const side = Math.min(THUMB_MAX, Math.floor((width - GAP * (perRow - 1)) / perRow));
+    const cs = Math.max(1, Math.floor(side / Math.max(s.Tq, s.Tk)));
     const node = h("div", "sv-att-grid");
     const canvases = [];
     for (let hd = 0; hd < s.H; hd++) {
       const cell = h("div", "sv-att-cell");
-      cell.appendChild(h("div", "sv-att-cell-label", `head ${hd}`));
+      cell.appendChild(h("div", "sv-att-cell-label", s.headNames[hd]));
       const c = h("canvas", "sv-heat");
-      c.title = `head ${hd}: click to open`;
-      c.addEventListener("mousemove", (ev) => {
-        const ij = cellFromEvent(ev, c, cs);
-        if (ij) readout.textContent = describe(cur.l, hd, ij[0], ij[1]);
-      });
-      c.addEventListener("click", () => {
-        model.set("head", hd);
-        model.set("view", "head");
-        model.save_changes();
+      c.title = `${s.headNames[hd]}: click (or Enter) to open`;
+      cellCursor(c, {
+        rows: () => s.Tq, cols: () => s.Tk,
+        cellAt: (ev) => cellUnder(ev, c, cs, cs, s.Tq, s.Tk),
+        label: `${s.headNames[hd]}: ${s.vLabel}, ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}); ` +
+          "arrow keys read the cells, Enter opens this head",
+        show: (i, j) => { readout.textContent = i === null ? "\u00a0" : describe(cur.l, hd, i, j); },
+        activate: () => {
+          model.set("head", hd);
+          model.set("view", "head");
+          model.save_changes();
+        },
       });
       cell.appendChild(c);
       node.appendChild(cell);
       canvases.push(c);
     }
-    return { node, paint: () => canvases.forEach((c, hd) => paint(c, s, cur.l, hd, cs)) };
+    return { node, fonts: [], paint: () => canvases.forEach((c, hd) => paint(c, s, cur.l, hd, cs)) };
   }
 
   // Redraw what a selection touches: repaint the shown canvases, swap one-head view and grid when asked.
@@ -244,8 +329,12 @@ function render({ model, el }) {
     layerSel.value = String(cur.l);
     headSel.value = showGrid ? "all" : String(cur.hd);
     const v = showGrid ? (grid = grid || buildGrid()) : (single = single || buildSingle());
+    const refocus = body.contains(document.activeElement) && body.firstChild !== v.node;
     if (body.firstChild !== v.node) body.replaceChildren(v.node);
     v.paint();
+    if (refocus) v.node.querySelector("canvas.sv-heat").focus();
+    noteFonts(root, v.fonts);
+    summarize(cur.l, cur.hd, showGrid);
     root.dataset.layer = String(cur.l);
     root.dataset.head = showGrid ? "all" : String(cur.hd);
   }
@@ -253,22 +342,26 @@ function render({ model, el }) {
   function rebuild() {
     s = readState(model);
     single = grid = null;
-    showTitle(title, model);
-    fillSelect(layerSel, s.L, "layer", false);
-    fillSelect(headSel, s.H, "head", s.H > 1);
+    showTitle(title, model, "attention heatmap");
+    fillSelect(layerSel, s.layerNames, false);
+    fillSelect(headSel, s.headNames, s.H > 1);
     layerLabel.hidden = s.L < 2;
     headLabel.hidden = s.H < 2;
+    axes.textContent = `rows: ${s.qLabel} \u00b7 columns: ${s.kLabel} \u00b7 colour: ${s.vLabel}`;
     legendBox.replaceChildren(attentionLegend(s));
     root.dataset.shape = `${s.L}x${s.H}x${s.Tq}x${s.Tk}`;
     draw();
   }
 
   rebuild();
+  const stopResize = onResize(root, (w) => { width = w; single = grid = null; draw(); });
   // A selection repaints; new data (set_data from Python) rebuilds.
-  return onChanges(model, {
-    data: ["weights", "shape", "vmax", "mask", "mask_shape", "query_tokens", "key_tokens", "title"],
+  const stop = onChanges(model, {
+    data: ["weights", "shape", "vmax", "mask", "mask_shape", "query_tokens", "key_tokens", "title", "query_label",
+      "key_label", "value_label", "layer_names", "head_names"],
     view: ["layer", "head", "view"],
   }, (kinds) => (kinds.has("data") ? rebuild() : draw()));
+  return () => { stop(); stopResize(); };
 }
 
 export default { render };

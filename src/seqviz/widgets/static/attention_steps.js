@@ -3,11 +3,14 @@
 // State (see attention_steps.py): q, k, v = little-endian float32 or float64 bytes (dtype "f4" | "f8"), C order
 // (L, H, T_q, d_k), (L, H, T_k, d_k), (L, H, T_k, d_v); shape = [L, H, T_q, T_k, d_k, d_v]; query_tokens,
 // key_tokens, query_positions (query i sees keys j <= query_positions[i] under the causal mask); layer_ids,
-// head_ids (the model's numbers of the layers and heads sent); query, causal, layer, head; title.
+// head_ids (the model's numbers of the layers and heads sent); query, causal, layer, head; title; index_base (0:
+// positions and subscripts count from 0, as Python does; 1: from 1, as SLP writes x_1 ... x_n).
 // Every number shown is computed here from q, k, v (attendOne), as SLP (9.30)-(9.39) write it.
+// The grid fits its container: the four vector columns share what the number columns leave (at most 150 px each);
+// where that is under 40 px, the grid keeps 60 px vectors and scrolls sideways in a box the keyboard can reach.
 
 const ROW_PX = 18; // one key per row
-const STRIP_PX = 150; // target width of one vector
+const STRIP_MAX = 150, STRIP_MIN = 40, STRIP_SCROLL = 60; // width of one vector column
 const SMALL_D = 8; // vectors this short are also printed as numbers
 
 function readFloats(v, dtype) {
@@ -95,20 +98,27 @@ function render({ model, el }) {
   const headLabel = labelled("head ", headSel);
   const causal = h("input", "sv-causal");
   causal.type = "checkbox";
-  controls.append(layerLabel, headLabel, labelled("", causal, " causal mask (query i sees keys j \u2264 i)"));
+  const causalText = h("span", "", "");
+  controls.append(layerLabel, headLabel, labelled("", causal, causalText));
   const queries = h("div", "sv-steps-queries");
   const qLine = h("div", "sv-steps-qline");
+  let gridBox = h("div", "sv-steps-box");
   const grid = h("div", "sv-steps-grid");
+  gridBox.appendChild(grid);
   const outLine = h("div", "sv-steps-out");
   const readout = readoutLine();
   const legendBox = h("div", "sv-legend-wrap");
-  root.append(title, controls, queries, qLine, grid, outLine, readout, legendBox);
+  const summary = srOnly("div", "sv-summary");
+  summary.setAttribute("aria-live", "polite");
+  root.append(title, controls, queries, qLine, gridBox, outLine, readout, legendBox, summary);
 
   layerSel.addEventListener("change", () => save(model, "layer", parseInt(layerSel.value, 10)));
   headSel.addEventListener("change", () => save(model, "head", parseInt(headSel.value, 10)));
   causal.addEventListener("change", () => save(model, "causal", causal.checked));
 
   let S = null, V = null, R = null, cur = null; // state; the view's elements; the last result; its selection
+  let width = widthOf(root), base = 0;
+  const ix = (i) => i + base; // a position or subscript as the reader counts
 
   function readState() {
     const [L, H, Tq, Tk, dk, dv] = model.get("shape");
@@ -116,6 +126,7 @@ function render({ model, el }) {
     S = { L, H, Tq, Tk, dk, dv, q: readFloats(model.get("q"), dtype), k: readFloats(model.get("k"), dtype),
       v: readFloats(model.get("v"), dtype), qt: model.get("query_tokens"), kt: model.get("key_tokens"),
       pos: model.get("query_positions"), layerIds: model.get("layer_ids"), headIds: model.get("head_ids") };
+    base = model.get("index_base") || 0; // a widget saved before index_base existed counts from 0
   }
 
   function fillSelect(sel, ids, prefix) {
@@ -128,8 +139,19 @@ function render({ model, el }) {
 
   // The grid: a header, one row per key j, a sum row. The vector columns are canvases spanning every key row.
   function build() {
-    const cwK = Math.max(2, Math.min(16, Math.floor(STRIP_PX / S.dk)));
-    const cwV = Math.max(2, Math.min(16, Math.floor(STRIP_PX / S.dv)));
+    const keyW = Math.min(130, textWidth(S.kt.map(visible), 13, true) + 8);
+    const fixed = textWidth([String(ix(S.Tk - 1))], 13) + keyW + 70 + 100 + 130 + 8 * 10 + 4;
+    let strip = Math.min(STRIP_MAX, Math.floor((width - fixed) / 4));
+    const scroll = strip < STRIP_MIN;
+    if (scroll) strip = STRIP_SCROLL;
+    const cwK = Math.max(1, Math.min(16, Math.floor(strip / S.dk)));
+    const cwV = Math.max(1, Math.min(16, Math.floor(strip / S.dv)));
+    const box = scroll ? scroller("attention step by step, one row per key: scrolls sideways", "sv-steps-box")
+      : h("div", "sv-steps-box");
+    box.appendChild(grid);
+    gridBox.replaceWith(box);
+    gridBox = box;
+    root.dataset.scroll = String(scroll);
     grid.replaceChildren();
     grid.style.gridTemplateRows = `auto repeat(${S.Tk}, ${ROW_PX}px) auto`;
     const heads = ["j", "key", "k_j", "q_i \u2299 k_j", "q_i \u00b7 k_j (9.35)", `\u00f7 \u221a${S.dk} (9.37)`,
@@ -163,11 +185,13 @@ function render({ model, el }) {
       };
       const tok = cell("sv-steps-key sv-tok", 2, visible(S.kt[j]));
       tok.title = S.kt[j];
+      tok.style.maxWidth = `${keyW}px`;
       const bar = h("div", "sv-steps-bar");
+      bar.setAttribute("aria-hidden", "true");
       const wNum = h("span", "sv-steps-wnum");
       const w = cell("sv-steps-weight", 7);
       w.append(bar, wNum);
-      rows.push({ idx: cell("sv-steps-j", 1, String(j)), tok, dot: cell("sv-steps-dot", 5),
+      rows.push({ idx: cell("sv-steps-j", 1, String(ix(j))), tok, dot: cell("sv-steps-dot", 5),
         scaled: cell("sv-steps-scaled", 6), w, bar, wNum });
     }
     const foot = (cls, col, text) => {
@@ -186,39 +210,31 @@ function render({ model, el }) {
     foot("sv-steps-ylabel", 8, "y_i =");
     const qC = h("canvas", "sv-steps-mat sv-steps-q");
     V = { cwK, cwV, kC, pC, vC, wC, yC, qC, rows, wSum };
-    // hover: which number a cell of a vector column is
-    const hover = (c, fn) => {
-      c.addEventListener("mousemove", (ev) => {
-        const r = c.getBoundingClientRect();
-        const x = Math.floor(((ev.clientX - r.left) * c.width) / r.width);
-        const y = Math.floor(((ev.clientY - r.top) * c.height) / r.height);
-        readout.textContent = fn(Math.floor(y / ROW_PX), x) || "\u00a0";
-      });
-      c.addEventListener("mouseleave", () => { readout.textContent = "\u00a0"; });
-    };
+    // the read-out of a vector column's cell, by mouse or keyboard
     const qOff = () => ((cur.l * S.H + cur.hd) * S.Tq + cur.i) * S.dk;
     const kOff = () => (cur.l * S.H + cur.hd) * S.Tk * S.dk;
     const vOff = () => (cur.l * S.H + cur.hd) * S.Tk * S.dv;
-    hover(kC, (j, x) => {
-      const d = Math.floor(x / cwK);
-      return `k_${j}[${d}] = ${num(S.k[kOff() + j * S.dk + d])} (key \u201c${S.kt[j]}\u201d)`;
+    const qi = () => ix(cur.i);
+    const readable = (c, nRows, dims, cw, what, fn) => cellCursor(c, {
+      rows: () => nRows, cols: () => dims,
+      cellAt: (ev) => cellUnder(ev, c, cw, ROW_PX, nRows, dims),
+      label: `${what}: arrow keys read each number`,
+      show: (j, x) => { readout.textContent = j === null ? "\u00a0" : fn(j, x); },
     });
-    hover(pC, (j, x) => {
-      const d = Math.floor(x / cwK);
-      return `q_i[${d}] \u00d7 k_${j}[${d}] = ${num(S.q[qOff() + d])} \u00d7 ${num(S.k[kOff() + j * S.dk + d])} = ` +
-        `${num(R.products[j * S.dk + d])}; the ${S.dk} products sum to q_i \u00b7 k_${j} = ${num(R.dots[j])}`;
-    });
-    hover(vC, (j, x) => { const c = Math.floor(x / cwV); return `v_${j}[${c}] = ${num(S.v[vOff() + j * S.dv + c])}`; });
-    hover(wC, (j, x) => {
-      const c = Math.floor(x / cwV);
-      return `\u03b1_i${j} v_${j}[${c}] = ${R.weights[j].toFixed(4)} \u00d7 ${num(S.v[vOff() + j * S.dv + c])} = ` +
-        `${num(R.weighted[j * S.dv + c])}`;
-    });
-    hover(yC, (_, x) => {
-      const c = Math.floor(x / cwV);
-      return `y_i[${c}] = \u03a3_j \u03b1_ij v_j[${c}] = ${num(R.output[c])}`;
-    });
-    hover(qC, (_, x) => { const d = Math.floor(x / cwK); return `q_i[${d}] = ${num(S.q[qOff() + d])}`; });
+    readable(kC, S.Tk, S.dk, cwK, "the keys k_j, one row per key",
+      (j, d) => `k_${ix(j)}[${d}] = ${num(S.k[kOff() + j * S.dk + d])} (key \u201c${S.kt[j]}\u201d)`);
+    readable(pC, S.Tk, S.dk, cwK, "the products q_i \u2299 k_j, one row per key",
+      (j, d) => `q_${qi()}[${d}] \u00d7 k_${ix(j)}[${d}] = ${num(S.q[qOff() + d])} \u00d7 ` +
+        `${num(S.k[kOff() + j * S.dk + d])} = ${num(R.products[j * S.dk + d])}; the ${S.dk} products sum to ` +
+        `q_${qi()} \u00b7 k_${ix(j)} = ${num(R.dots[j])}`);
+    readable(vC, S.Tk, S.dv, cwV, "the values v_j, one row per key",
+      (j, c) => `v_${ix(j)}[${c}] = ${num(S.v[vOff() + j * S.dv + c])}`);
+    readable(wC, S.Tk, S.dv, cwV, "the weighted values \u03b1_ij v_j, one row per key",
+      (j, c) => `\u03b1_${qi()},${ix(j)} v_${ix(j)}[${c}] = ${R.weights[j].toFixed(4)} \u00d7 ` +
+        `${num(S.v[vOff() + j * S.dv + c])} = ${num(R.weighted[j * S.dv + c])}`);
+    readable(yC, 1, S.dv, cwV, "the output y_i",
+      (_, c) => `y_${qi()}[${c}] = \u03a3_j \u03b1_${qi()}j v_j[${c}] = ${num(R.output[c])}`);
+    readable(qC, 1, S.dk, cwK, "the query q_i", (_, d) => `q_${qi()}[${d}] = ${num(S.q[qOff() + d])}`);
     // the query line, the output line and the legends are built once per shape; a redraw only edits their text
     const qName = h("span", "sv-steps-qname");
     const qTok = h("span", "sv-tok-inline");
@@ -244,6 +260,7 @@ function render({ model, el }) {
     });
     legendBox.replaceChildren(legends);
     Object.assign(V, { qHead, qTok, qTail, qVec, yHead, yVals, scales });
+    noteFonts(root, []);
   }
 
   // Set an element's text (and data-value) only where it changes: an unchanged number costs no layout.
@@ -252,16 +269,14 @@ function render({ model, el }) {
     if (value !== undefined && e.dataset.value !== value) e.dataset.value = value;
   };
 
+  // The query picker: one chip per query, a radio group (Tab reaches the chosen one, arrows, Home and End move).
   function fillQueries() {
-    queries.replaceChildren(h("span", "sv-steps-qlabel", "query i: "));
-    V.qButtons = S.qt.map((t, i) => {
-      const b = h("button", "sv-steps-qtok sv-tok-inline", visible(t));
-      b.type = "button";
-      b.title = `query ${i}: \u201c${t}\u201d (position ${S.pos[i]})`;
-      b.addEventListener("click", () => save(model, "query", i));
-      queries.appendChild(b);
-      return b;
-    });
+    const picker = choiceRow("query i", S.qt.map(visible),
+      (i) => `query ${ix(i)}: \u201c${S.qt[i]}\u201d (position ${ix(S.pos[i])})`, (i) => save(model, "query", i));
+    picker.el.classList.add("sv-steps-picker");
+    picker.buttons.forEach((b) => b.classList.add("sv-steps-qtok"));
+    queries.replaceChildren(h("span", "sv-steps-qlabel", S.Tq > 1 ? "query i: " : "the query: "), picker.el);
+    V.picker = picker;
   }
 
   let lastHead = null;
@@ -291,8 +306,8 @@ function render({ model, el }) {
     paintMatrix(V.wC, R.weighted, 0, S.Tk, S.dv, V.cwV, mV, masked);
     paintMatrix(V.yC, R.output, 0, 1, S.dv, V.cwV, mV);
     paintMatrix(V.qC, q, 0, 1, S.dk, V.cwK, mQ);
-    let wMax = 0;
-    for (let j = 0; j <= last; j++) wMax = Math.max(wMax, R.weights[j]);
+    let wMax = 0, best = 0;
+    for (let j = 0; j <= last; j++) { if (R.weights[j] > wMax) { wMax = R.weights[j]; best = j; } }
     let total = 0;
     V.rows.forEach((r, j) => {
       const m = masked(j);
@@ -302,7 +317,7 @@ function render({ model, el }) {
       }
       put(r.dot, num(R.dots[j]), String(R.dots[j]));
       put(r.scaled, m ? "\u2212\u221e (masked)" : num(R.scaled[j]), m ? "-Infinity" : String(R.scaled[j]));
-      put(r.wNum, R.weights[j].toFixed(4));
+      put(r.wNum, m ? "0 (masked)" : R.weights[j].toFixed(4));
       if (r.w.dataset.value !== String(R.weights[j])) r.w.dataset.value = String(R.weights[j]);
       const width = `${(60 * R.weights[j]) / (wMax || 1)}px`;
       if (r.bar.style.width !== width) r.bar.style.width = width;
@@ -310,18 +325,19 @@ function render({ model, el }) {
       total += R.weights[j];
     });
     put(V.wSum, total.toFixed(4), String(total));
-    V.qHead.data = `q_${i} of \u201c`;
+    V.qHead.data = `q_${ix(i)} of \u201c`;
     put(V.qTok, visible(S.qt[i]));
-    V.qTail.data = `\u201d (position ${S.pos[i]}), d_k = ${S.dk}:`;
+    V.qTail.data = `\u201d (position ${ix(S.pos[i])}), d_k = ${S.dk}:`;
     if (S.dk <= SMALL_D) put(V.qVec, ` ${vecText(q, 0, S.dk)}`);
-    put(V.yHead, `y_${i} = \u03a3_j \u03b1_${i}j v_j (9.36) = `);
+    put(V.yHead, `y_${ix(i)} = \u03a3_j \u03b1_${ix(i)}j v_j (9.36) = `);
     V.yVals.forEach((e, c) => put(e, num(R.output[c]), String(R.output[c])));
-    if (V.current !== i) {
-      if (V.current !== undefined && V.qButtons[V.current]) V.qButtons[V.current].classList.remove("sv-current");
-      V.qButtons[i].classList.add("sv-current");
-      V.current = i;
-    }
+    V.picker.select(i);
     [[mQ], [mK], [mP], [mV]].forEach(([m], k) => { put(V.scales[k].lo, num(-m)); put(V.scales[k].hi, num(m)); });
+    const where = S.L * S.H > 1 ? `layer ${S.layerIds[l]}, head ${S.headIds[hd]}, ` : "";
+    summary.textContent = `${where}query ${ix(i)} \u201c${S.qt[i]}\u201d${cur.causal ? ", causal mask" : ""}: ` +
+      `it may see ${last + 1} of ${S.Tk} keys; the largest weight \u03b1 = ${wMax.toFixed(4)} is on key ` +
+      `${ix(best)} \u201c${S.kt[best]}\u201d; y_${ix(i)} = ${vecText(R.output, 0, Math.min(S.dv, SMALL_D))}` +
+      `${S.dv > SMALL_D ? ` (first ${SMALL_D} of ${S.dv})` : ""}.`;
     root.dataset.query = String(i);
     root.dataset.layer = String(l);
     root.dataset.head = String(hd);
@@ -330,11 +346,12 @@ function render({ model, el }) {
 
   function rebuild() {
     readState();
-    showTitle(title, model);
+    showTitle(title, model, "attention step by step");
     fillSelect(layerSel, S.layerIds, "layer");
     fillSelect(headSel, S.headIds, "head");
     layerLabel.style.display = S.L < 2 ? "none" : "";
     headLabel.style.display = S.H < 2 ? "none" : "";
+    causalText.textContent = ` causal mask (query i sees keys j \u2264 i)`;
     build();
     fillQueries();
     lastHead = null;
@@ -343,12 +360,14 @@ function render({ model, el }) {
   }
 
   rebuild();
+  const stopResize = onResize(root, (w) => { width = w; build(); fillQueries(); lastHead = null; draw(); });
   // New q, k, v (set_data from Python) rebuild; a query, mask, layer or head change recomputes and redraws.
-  return onChanges(model, {
+  const stop = onChanges(model, {
     data: ["q", "k", "v", "dtype", "shape", "query_tokens", "key_tokens", "query_positions", "layer_ids", "head_ids",
-      "title"],
+      "title", "index_base"],
     view: ["query", "causal", "layer", "head"],
   }, (kinds) => (kinds.has("data") ? rebuild() : draw()));
+  return () => { stop(); stopResize(); };
 }
 
 export default { render };

@@ -6,13 +6,18 @@
 // greedy = greedy's node at steps 1, 2, …; result = the returned hypotheses' nodes, best first; beam_size,
 // length_penalty (how the search ranked), joiner; step, show_pruned, normalise, alpha (what the view shows); title.
 // Token text is written with textContent only (SVG <text> and table cells), never parsed as markup.
+// The tree scrolls in a box the keyboard can reach: with the focus in it, Left/Right go from step to step, Up/Down
+// from node to node of a step, Home/End to a step's first/last node, Enter makes the cursor's step the shown one;
+// the cursor's node reads out (and highlights its path) as the mouse's does. The table under the tree, the beam at
+// the shown step, is the tree's text alternative.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const KEPT = 0, PRUNED = 1, FINISHED = 2, GREEDY_ONLY = 3;
 const STATUS_CLASS = ["sv-kept", "sv-pruned", "sv-finished", "sv-greedy-only"];
 const STATUS_TEXT = ["kept", "pruned", "finished", "greedy only (the beam never proposed it)"];
 let clipCount = 0; // a page-unique id for each tree's clip path
-const ROW = 22, NODE_H = 18, HEAD = 22, GAP = 26, CHAR_PX = 7, SCORE_PX = 40, MAX_CHARS = 14;
+const ROW = 22, NODE_H = 18, HEAD = 22, GAP = 26, CHAR_PX = 8, SCORE_PX = 44, MAX_CHARS = 14;
+const SCORE_FONT = 11; // px, the node scores (widgets.css); the labels and column heads are 12 px
 
 function svgEl(tag, cls, attrs) {
   const e = document.createElementNS(SVG_NS, tag);
@@ -78,7 +83,8 @@ function render({ model, el }) {
   }
   controls.append(stepS.label, labelled("", pruned, " show pruned"), labelled("label nodes with ", scoreSel));
   const note = h("div", "sv-note sv-beam-note");
-  const treeBox = h("div", "sv-beam-tree");
+  const treeBox = scroller("beam search tree, one column per step; Left/Right: step, Up/Down: node, Enter: show " +
+    "that step (the table below lists the beam)", "sv-beam-tree");
   const readout = readoutLine();
   const legendBox = h("div", "sv-legend sv-beam-legend");
   for (const [cls, text] of [["sv-kept", "kept"], ["sv-pruned", "pruned"], ["sv-finished", "finished"],
@@ -88,6 +94,7 @@ function render({ model, el }) {
   }
   const table = h("table", "sv-beam-table");
   root.append(title, controls, note, treeBox, readout, legendBox, table);
+  legendBox.querySelectorAll(".sv-beam-swatch").forEach((e) => e.setAttribute("aria-hidden", "true"));
 
   stepS.input.addEventListener("input", () => save(model, "step", parseInt(stepS.input.value, 10)));
   pruned.addEventListener("change", () => save(model, "show_pruned", pruned.checked));
@@ -142,7 +149,7 @@ function render({ model, el }) {
     }
     const y = (n) => HEAD + pos[n] * ROW;
     const W = colX(S.nSteps) + nodeW + 30, H = HEAD + rows * ROW + 4;
-    const svg = svgEl("svg", "sv-beam-svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` });
+    const svg = svgEl("svg", "sv-beam-svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, "aria-hidden": "true" });
     // Columns after the current step are clipped away: a step change moves one rectangle (the clip's edge and the
     // current step's band) instead of restyling hundreds of nodes.
     const clipId = `sv-beam-clip-${++clipCount}-${Math.random().toString(36).slice(2, 8)}`;
@@ -211,19 +218,23 @@ function render({ model, el }) {
     }
     tree.append(sumLayer, normLayer);
     let path = [];
-    svg.addEventListener("mouseover", (ev) => {
-      const g = ev.target.closest && ev.target.closest("g.sv-node");
-      if (!g) return;
+    const point = (node) => { // highlight a node's path from the prompt and read it out (mouse or keyboard)
       path.forEach((e) => e.classList.remove("sv-path"));
       path = [];
-      for (let n = parseInt(g.dataset.node, 10); n >= 0; n = S.parent[n]) if (nodes[n]) path.push(nodes[n]);
+      for (let n = node; n >= 0; n = S.parent[n]) if (nodes[n]) path.push(nodes[n]);
       path.forEach((e) => e.classList.add("sv-path"));
-      readout.textContent = describe(parseInt(g.dataset.node, 10));
+      readout.textContent = describe(node);
+      root.dataset.cursor = String(node);
+    };
+    svg.addEventListener("mouseover", (ev) => {
+      const g = ev.target.closest && ev.target.closest("g.sv-node");
+      if (g) point(parseInt(g.dataset.node, 10));
     });
     const clearHover = () => {
       path.forEach((e) => e.classList.remove("sv-path"));
       path = [];
       readout.textContent = "\u00a0";
+      root.dataset.cursor = "";
     };
     svg.addEventListener("mouseleave", clearHover);
     const box = h("div", "sv-beam-layout");
@@ -231,8 +242,15 @@ function render({ model, el }) {
     treeBox.appendChild(box);
     // the clip's right edge for step t: the end of its nodes (the next step's edges start there), or everything
     const clipEnd = (t) => (t >= S.nSteps ? W : colX(t) + (t ? nodeW : rootW) + 1);
+    // the nodes drawn in each column, top to bottom (what the keyboard cursor walks)
+    const shownIn = Array.from({ length: S.nSteps + 1 }, (_, s) => {
+      const out = [];
+      for (let n = S.starts[s]; n < S.starts[s + 1]; n++) if (pos[n] >= 0) out.push(n);
+      return out;
+    });
     return { box, svg, cols, counts, nodes, scores, scored: null, norm: null, clipRect, band, clipEnd, colX,
-      current: -1, colW: (s) => (s ? nodeW : rootW), clearHover, sumLayer, normLayer };
+      current: -1, colW: (s) => (s ? nodeW : rootW), clearHover, sumLayer, normLayer, point, shownIn,
+      at: (n) => [colX(S.step[n]), y(n)] };
   }
 
   // The beam at step t, best first by the chosen score: its live hypotheses, those finished by then, and greedy.
@@ -251,8 +269,10 @@ function render({ model, el }) {
     }
     if (S.greedy.length) rows.push([S.greedy[Math.min(t, S.greedy.length) - 1], "greedy"]);
     const head = h("tr");
-    for (const c of ["", "hypothesis", "log P", `log P / N^${a}`, ""]) head.appendChild(h("th", "", c));
-    const out = [head];
+    for (const c of ["rank", "hypothesis", "log P", `log P / N^${a}`, "state"]) head.appendChild(h("th", "", c));
+    const cap = h("caption", "sv-beam-caption", `The beam after step ${t} of ${S.nSteps}, best first by ` +
+      `${model.get("normalise") ? `log P / N^${a}` : "log P"}${S.greedy.length ? "; greedy's hypothesis last" : ""}`);
+    const out = [cap, head];
     rows.forEach(([n, what], i) => {
       const tr = h("tr", what.startsWith("greedy") ? "sv-greedy-row" : "");
       tr.dataset.node = String(n);
@@ -272,7 +292,7 @@ function render({ model, el }) {
   function draw() {
     const t = Math.min(Math.max(model.get("step"), 1), S.nSteps);
     stepS.input.value = String(t);
-    stepS.value.textContent = `${t} / ${S.nSteps}`;
+    setValueText(stepS, `${t} / ${S.nSteps}`);
     pruned.checked = model.get("show_pruned");
     scoreSel.value = model.get("normalise") ? "norm" : "sum";
     // the columns after t are clipped away, the current one has the band behind it
@@ -325,7 +345,7 @@ function render({ model, el }) {
 
   function rebuild() {
     S = readSearch(model);
-    showTitle(title, model);
+    showTitle(title, model, "beam search tree");
     stepS.input.max = String(S.nSteps);
     const lp = S.lengthPenalty;
     const by = lp ? `log P / N^${lp}` : "log P, the sum of log-probabilities";
@@ -335,7 +355,39 @@ function render({ model, el }) {
     built = new Map();
     layout();
     draw();
+    noteFonts(root, [SCORE_FONT]);
   }
+
+  // The keyboard cursor in the tree: a node of the layout shown.
+  let kcur = null;
+  const moveTo = (n) => {
+    kcur = n;
+    L.point(n);
+    const [x, yy] = L.at(n);
+    if (x < treeBox.scrollLeft || x + L.colW(S.step[n]) > treeBox.scrollLeft + treeBox.clientWidth) {
+      treeBox.scrollLeft = Math.max(0, x - 20);
+    }
+    if (yy < treeBox.scrollTop || yy + ROW > treeBox.scrollTop + treeBox.clientHeight) {
+      treeBox.scrollTop = Math.max(0, yy - 2 * ROW);
+    }
+  };
+  treeBox.addEventListener("keydown", (ev) => {
+    if (!["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "Enter", " "].includes(ev.key)) return;
+    ev.preventDefault();
+    const t = Math.min(Math.max(model.get("step"), 1), S.nSteps);
+    if (kcur === null || !L.nodes[kcur]) { moveTo(L.shownIn[t][0] ?? 0); return; }
+    const s = S.step[kcur], col = L.shownIn[s], i = col.indexOf(kcur);
+    if (ev.key === "ArrowUp" && i > 0) moveTo(col[i - 1]);
+    else if (ev.key === "ArrowDown" && i < col.length - 1) moveTo(col[i + 1]);
+    else if (ev.key === "Home") moveTo(col[0]);
+    else if (ev.key === "End") moveTo(col[col.length - 1]);
+    else if (ev.key === "ArrowLeft" && s > 0) moveTo(S.parent[kcur]);
+    else if (ev.key === "ArrowRight" && s < t) {
+      const next = L.shownIn[s + 1].find((n) => S.parent[n] === kcur) ?? L.shownIn[s + 1][0];
+      if (next !== undefined) moveTo(next);
+    } else if ((ev.key === "Enter" || ev.key === " ") && s > 0) save(model, "step", s);
+  });
+  treeBox.addEventListener("blur", () => { kcur = null; if (L) L.clearHover(); });
 
   rebuild();
   // New search data rebuilds; the pruned switch shows the other layout (built on first use); step and scoring redraw.

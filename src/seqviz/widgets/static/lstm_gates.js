@@ -3,8 +3,13 @@
 // State (see lstm_gates.py): traces = uint8 bytes (G, T, units) C order, gate g decoded as lo + q / 255 * (hi - lo)
 // with [lo, hi] = ranges[g]; gates, labels, kinds ("sigmoid" | "tanh" | "cell"); shape = [T, units]; tokens;
 // gate (selected name); step (current time step); title.
+// The heatmap fits its container: time steps as wide as the width allows (at most 28 px); where a step would be too
+// narrow for its token's label, the time axis keeps 14 px steps and scrolls sideways in a box the keyboard can reach,
+// following the time step.
 
 const LUTS = { sigmoid: LUT_VIRIDIS, tanh: LUT_RDBU, cell: LUT_RDBU };
+const UNITS_PX = 260; // height of the units axis
+const AXIS_W = 34; // the unit axis's labels
 
 const fmt = (x) => (Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3));
 
@@ -43,16 +48,17 @@ function paintHeat(canvas, s, g, cw, ch) {
   blit(canvas, img, s.T * cw, s.U * ch);
 }
 
-// One row of `units` cells: gate g at time step t.
-function paintStep(canvas, s, g, t, cw) {
-  canvas.width = s.U * cw;
+// One row of `units` cells: gate g at time step t, `width` pixels wide.
+function paintStep(canvas, s, g, t, width) {
+  const cw = width / s.U;
+  canvas.width = Math.max(1, Math.round(width));
   canvas.height = 12;
   const ctx = canvas.getContext("2d");
   const lut = LUTS[s.kinds[g]];
   for (let u = 0; u < s.U; u++) {
     const q = byteAt(s, g, t, u) * 3;
     ctx.fillStyle = `rgb(${lut[q]},${lut[q + 1]},${lut[q + 2]})`;
-    ctx.fillRect(u * cw, 0, cw, 12);
+    ctx.fillRect(Math.floor(u * cw), 0, Math.ceil(cw), 12);
   }
 }
 
@@ -60,31 +66,45 @@ const WHAT = { sigmoid: "sigmoid gate, 0..1", tanh: "tanh, \u22121..1", cell: "c
 const gateLegend = (s, g) => legend(LUTS[s.kinds[g]], fmt(s.ranges[g][0]), fmt(s.ranges[g][1]),
   `${s.labels[g]}: ${WHAT[s.kinds[g]]}`);
 
+// Mean and the units with the largest values of gate g at step t (for the text alternative).
+function stepStats(s, g, t) {
+  let sum = 0;
+  const units = [];
+  for (let u = 0; u < s.U; u++) { const v = valueAt(s, g, t, u); sum += v; units.push([v, u]); }
+  units.sort((a, b) => b[0] - a[0]);
+  return { mean: sum / s.U, top: units.slice(0, 3), bottom: units.slice(-1)[0] };
+}
+
 function render({ model, el }) {
   const { root, title, controls } = frame(el, "sv-lstm");
   let s = null;
 
   const gateSel = h("select", "sv-gate");
   const stepS = slider("time step", "sv-step", 0, 0, 1);
-  const stepText = stepS.value;
-  stepText.classList.add("sv-step-text");
   controls.append(labelled("show ", gateSel), stepS.label);
 
   const main = h("div", "sv-lstm-main");
   const unitAxis = h("div", "sv-units");
+  unitAxis.setAttribute("aria-hidden", "true");
   const wrap = h("div", "sv-canvas-wrap");
   const heat = h("canvas", "sv-heat");
   const over = h("canvas", "sv-overlay");
+  over.setAttribute("aria-hidden", "true");
   wrap.append(heat, over);
   const strip = h("div", "sv-strip");
-  main.append(unitAxis, wrap, h("div", "sv-corner"), strip);
+  strip.setAttribute("aria-hidden", "true"); // the slider and the cursor's read-out say which token a step is
+  let area = null; // the heatmap and its token strip, plain or in a scrolling box
+  const axes = h("div", "sv-axes", "rows: units \u00b7 columns: time steps (the token read at each step)");
   const readout = readoutLine();
   const legendBox = h("div", "sv-legend-wrap");
   const stepTitle = h("div", "sv-panel-title");
-  const table = h("table", "sv-step-table");
-  root.append(title, controls, main, readout, legendBox, stepTitle, table);
+  const table = h("div", "sv-step-table");
+  const summary = srOnly("div", "sv-summary");
+  summary.setAttribute("aria-live", "polite");
+  root.append(title, controls, axes, main, readout, legendBox, stepTitle, table, summary);
 
-  let cw = 10, ch = 6, tokenSpans = [], stepCanvases = [];
+  let cw = 10, ch = 6, width = widthOf(root), font = 0, tokenSpans = [], stepCanvases = [], stepWidth = 0;
+  let cursor = null;
 
   gateSel.addEventListener("change", () => save(model, "gate", gateSel.value));
   stepS.input.addEventListener("input", () => save(model, "step", parseInt(stepS.input.value, 10)));
@@ -98,21 +118,46 @@ function render({ model, el }) {
     ctx.clearRect(0, 0, over.width, over.height);
     ctx.strokeStyle = ACCENT;
     ctx.lineWidth = 2;
-    ctx.strokeRect(t * cw + 1, 1, cw - 2, over.height - 2);
+    ctx.strokeRect(t * cw + 1, 1, Math.max(1, cw - 2), over.height - 2);
+    const c = cursor && cursor.get();
+    if (c) {
+      ctx.strokeStyle = "#ffffff";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(c[1] * cw, c[0] * ch, cw, ch);
+      ctx.strokeStyle = "#000000";
+      ctx.lineWidth = 1;
+      ctx.strokeRect(c[1] * cw - 1.5, c[0] * ch - 1.5, cw + 3, ch + 3);
+    }
+  }
+
+  function keepInView(t) {
+    if (!area || !area.classList.contains("sv-scroll")) return;
+    const x = t * cw;
+    if (x < area.scrollLeft) area.scrollLeft = Math.max(0, x - 2 * cw);
+    else if (x + cw > area.scrollLeft + area.clientWidth) area.scrollLeft = x + 3 * cw - area.clientWidth;
+  }
+
+  function summarize() {
+    const t = currentStep(), g = gateIndex();
+    const st = stepStats(s, g, t);
+    const top = st.top.map(([v, u]) => `unit ${u} ${fmt(v)}`).join(", ");
+    summary.textContent = `${s.labels[g]} over ${s.T} time steps and ${s.U} units. At t = ${t}, ` +
+      `token \u201c${visible(s.tokens[t])}\u201d: mean ${fmt(st.mean)}; largest ${top}; smallest unit ` +
+      `${st.bottom[1]} ${fmt(st.bottom[0])}.`;
   }
 
   // What changes with the time step: cursor, token highlight, slider, per-step table.
   function drawStep() {
     const t = currentStep();
     stepS.input.value = String(t);
-    stepText.textContent = `t = ${t}: `;
-    const tok = h("span", "sv-tok-inline", visible(s.tokens[t]));
-    stepText.appendChild(tok);
+    setValueText(stepS, `t = ${t}: \u201c${visible(s.tokens[t])}\u201d`);
     tokenSpans.forEach((e, i) => e.classList.toggle("sv-current", i === t));
     drawCursor();
-    stepTitle.textContent = `all quantities at t = ${t} (each cell one unit)`;
-    s.gates.forEach((_, g) => paintStep(stepCanvases[g], s, g, t, Math.max(2, Math.min(16, Math.floor(480 / s.U)))));
+    keepInView(t);
+    stepTitle.textContent = `all quantities at t = ${t} (each cell one unit, units 0\u2013${s.U - 1} left to right)`;
+    s.gates.forEach((_, g) => paintStep(stepCanvases[g], s, g, t, stepWidth));
     root.dataset.step = String(t);
+    summarize();
   }
 
   // What changes with the gate: the big heatmap and the legend.
@@ -124,78 +169,99 @@ function render({ model, el }) {
     legendBox.replaceChildren(gateLegend(s, g));
     root.dataset.gate = s.gates[g];
     drawCursor();
+    summarize();
   }
 
-  function rebuild() {
-    s = readState(model);
-    showTitle(title, model);
-    cw = Math.max(6, Math.min(28, Math.floor(640 / s.T)));
-    ch = Math.max(2, Math.min(14, Math.floor(260 / s.U)));
-    gateSel.replaceChildren(...s.gates.map((g, i) => {
-      const o = h("option", "", s.labels[i]);
-      o.value = g;
-      return o;
-    }));
-    stepS.input.max = String(s.T - 1);
+  // Lay the heatmap out for the width: a step per cw pixels, labelled when cw leaves room for a 10 px label.
+  function layout() {
+    const fit = Math.min(28, Math.floor((width - AXIS_W - 4) / s.T));
+    const scroll = fit < LABEL_CELL_PX - 2;
+    cw = scroll ? LABEL_CELL_PX : Math.max(1, fit);
+    ch = Math.max(2, Math.min(14, Math.floor(UNITS_PX / s.U)));
+    font = labelFont(cw);
+    const next = scroll ? scroller(`${s.T} time steps, scrolls sideways; it follows the time step`, "sv-lstm-scroll")
+      : h("div", "sv-lstm-area");
+    next.append(wrap, strip);
+    if (area) area.replaceWith(next); else main.append(unitAxis, next);
+    area = next;
     unitAxis.replaceChildren();
-    if (ch >= 10) {
+    unitAxis.style.width = `${AXIS_W}px`;
+    if (ch >= 12) {
       for (let u = 0; u < s.U; u++) {
         const e = h("span", "", String(u));
         e.style.height = e.style.lineHeight = `${ch}px`;
         unitAxis.appendChild(e);
       }
     } else {
-      const e = h("span", "", `units 0\u2013${s.U - 1}`);
-      e.style.writingMode = "vertical-rl";
-      e.style.transform = "rotate(180deg)";
+      const e = h("span", "sv-units-span", `units 0\u2013${s.U - 1}`);
+      e.style.height = `${s.U * ch}px`;
       unitAxis.appendChild(e);
     }
-    const font = `${Math.min(13, cw - 1)}px`;
     strip.classList.toggle("sv-strip-short", s.tokens.every((t) => t.length <= 2));
     tokenSpans = s.tokens.map((t, i) => {
       const e = h("span", "sv-tok", visible(t));
       e.style.width = `${cw}px`;
-      e.style.fontSize = font;
+      e.style.fontSize = `${font}px`;
       e.title = `t = ${i}: ${t}`;
       e.addEventListener("click", () => save(model, "step", i));
       return e;
     });
     strip.replaceChildren(...tokenSpans);
+    const nameW = Math.min(210, Math.floor(width * 0.45));
+    stepWidth = Math.max(s.U, Math.min(480, width - nameW - 12));
     table.replaceChildren();
     stepCanvases = s.gates.map((_, g) => {
-      const tr = h("tr");
-      const name = h("td", "sv-step-name", s.labels[g]);
-      const td = h("td");
+      const row = h("div", "sv-step-row");
+      const name = h("span", "sv-step-name", s.labels[g]);
+      name.style.width = `${nameW}px`;
       const c = h("canvas", "sv-step-cells");
-      td.appendChild(c);
-      tr.append(name, td);
-      table.appendChild(tr);
+      c.setAttribute("role", "img");
+      c.setAttribute("aria-label", `${s.labels[g]} of every unit at the current step (see the summary below)`);
+      row.append(name, c);
+      table.appendChild(row);
       return c;
     });
+    root.dataset.scroll = String(scroll);
+    root.dataset.cell = String(cw);
+    noteFonts(root, [font]);
+  }
+
+  function rebuild() {
+    s = readState(model);
+    showTitle(title, model, "LSTM gates");
+    gateSel.replaceChildren(...s.gates.map((g, i) => {
+      const o = h("option", "", s.labels[i]);
+      o.value = g;
+      return o;
+    }));
+    stepS.input.max = String(s.T - 1);
     root.dataset.shape = `${s.T}x${s.U}`;
+    layout();
     drawGate();
     drawStep();
   }
 
-  heat.addEventListener("mousemove", (ev) => {
-    const r = heat.getBoundingClientRect();
-    const t = Math.floor(((ev.clientX - r.left) * (heat.width / r.width)) / cw);
-    const u = Math.floor(((ev.clientY - r.top) * (heat.height / r.height)) / ch);
-    if (t < 0 || u < 0 || t >= s.T || u >= s.U) return;
-    const g = gateIndex();
-    const tok = visible(s.tokens[t]);
-    readout.textContent = `unit ${u}, t = ${t} \u201c${tok}\u201d: ${s.gates[g]}_t = ${fmt(valueAt(s, g, t, u))}`;
-  });
-  heat.addEventListener("mouseleave", () => { readout.textContent = "\u00a0"; });
-  heat.addEventListener("click", (ev) => {
-    const r = heat.getBoundingClientRect();
-    const t = Math.floor(((ev.clientX - r.left) * (heat.width / r.width)) / cw);
-    if (t >= 0 && t < s.T) save(model, "step", t);
+  cursor = cellCursor(heat, {
+    rows: () => s.U, cols: () => s.T,
+    cellAt: (ev) => cellUnder(ev, heat, cw, ch, s.U, s.T),
+    label: "gate values, units by time steps: arrow keys move from cell to cell, Enter makes the column the time step",
+    page: 16,
+    show: (u, t) => {
+      drawCursor();
+      root.dataset.cursor = u === null ? "" : `${u},${t}`;
+      if (u === null) { readout.textContent = "\u00a0"; return; }
+      const g = gateIndex();
+      readout.textContent = `unit ${u}, t = ${t} \u201c${visible(s.tokens[t])}\u201d: ${s.gates[g]}_t = ` +
+        `${fmt(valueAt(s, g, t, u))}`;
+      keepInView(t);
+    },
+    activate: (u, t) => save(model, "step", t),
   });
 
   rebuild();
+  const stopResize = onResize(root, (w) => { width = w; layout(); drawGate(); drawStep(); });
   // New data rebuilds; a gate or time-step change redraws only what it touches.
-  return onChanges(model, {
+  const stop = onChanges(model, {
     data: ["traces", "gates", "labels", "kinds", "ranges", "shape", "tokens", "title"],
     gate: ["gate"],
     step: ["step"],
@@ -204,6 +270,7 @@ function render({ model, el }) {
     if (kinds.has("gate")) drawGate();
     if (kinds.has("step")) drawStep();
   });
+  return () => { stop(); stopResize(); };
 }
 
 export default { render };

@@ -38,10 +38,12 @@ function render({ model, el }) {
   // log-scale temperature slider: position x in [0, 1] <-> T = t_min * (t_max / t_min)^x
   const tS = slider("temperature T", "sv-temperature", 0, 1, 0.005);
   const kS = slider("top k", "sv-top-k", 1, model.get("k_max"), 1);
-  const [tIn, tVal, kIn, kVal] = [tS.input, tS.value, kS.input, kS.value];
+  const [tIn, kIn] = [tS.input, kS.input];
   controls.append(tS.label, kS.label);
   const stats = h("div", "sv-readout sv-stats");
+  stats.setAttribute("aria-live", "polite");
   const bars = h("div", "sv-bars");
+  bars.setAttribute("role", "list");
   const sampleRow = h("div", "sv-controls");
   const button = h("button", "sv-sample", "sample 20 tokens");
   button.type = "button";
@@ -49,6 +51,7 @@ function render({ model, el }) {
   only.type = "checkbox";
   sampleRow.append(button, labelled("", only, " only from the top k"));
   const samples = h("div", "sv-samples");
+  samples.setAttribute("aria-live", "polite");
   root.append(title, controls, stats, bars, sampleRow, samples);
 
   let z = null, tokens = null, p = null, clicks = 0;
@@ -91,11 +94,11 @@ function render({ model, el }) {
     const k = Math.min(model.get("top_k"), tokens.length);
     p = softmaxT(z, T);
     tIn.value = String(toX(T));
-    tVal.textContent = T.toFixed(T < 1 ? 3 : 2);
+    setValueText(tS, T.toFixed(T < 1 ? 3 : 2));
     kIn.value = String(k);
-    kVal.textContent = String(k);
+    setValueText(kS, String(k));
     only.checked = model.get("sample_top_k");
-    showTitle(title, model);
+    showTitle(title, model, "next-token distribution");
     let H = 0, topMass = 0;
     for (let i = 0; i < p.length; i++) if (p[i] > 0) H -= p[i] * Math.log2(p[i]);
     for (let i = 0; i < k; i++) topMass += p[i];
@@ -103,15 +106,21 @@ function render({ model, el }) {
       `the top ${k} hold ${(100 * topMass).toFixed(1)}% of the probability`;
     const rows = [];
     for (let i = 0; i < k; i++) {
+      const row = h("div", "sv-bar-row");
+      row.setAttribute("role", "listitem");
       const label = h("span", "sv-tok sv-bar-label", visible(tokens[i]));
       label.title = tokens[i];
       const track = h("div", "sv-bar-track");
+      track.setAttribute("aria-hidden", "true");
       const bar = h("div", "sv-bar");
       bar.style.width = `${(100 * p[i]) / p[0]}%`;
       track.appendChild(bar);
-      rows.push(label, track, h("span", "sv-bar-value", p[i].toFixed(4)));
+      row.append(label, track, h("span", "sv-bar-value", p[i].toFixed(4)));
+      rows.push(row);
     }
+    bars.setAttribute("aria-label", `the ${k} most probable next tokens at temperature ${T.toFixed(T < 1 ? 3 : 2)}`);
     bars.replaceChildren(...rows);
+    noteFonts(root, []);
     root.dataset.temperature = String(T);
     root.dataset.topK = String(k);
     drawSamples();

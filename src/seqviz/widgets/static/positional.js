@@ -4,10 +4,14 @@
 //   P[p, 2i] = sin(p / base^(2i/d)),  P[p, 2i+1] = cos(p / base^(2i/d)).
 // State: d_model, max_len, base, dims (dimensions drawn as curves), positions ([p, q] compared), max_d_model,
 // max_max_len, title.
+// The panels fit their container (each at most SIDE or PLOT_W wide); the curves are told apart by colour (Okabe-Ito,
+// safe for colour-blind readers) and by dash pattern, and the legend shows both.
 
-const LINES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
-const SIDE = 256; // pixel side of the two matrix panels
-const PLOT_W = 380, PLOT_H = 256;
+const LINES = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"];
+const DASHES = [[], [6, 3], [2, 2], [8, 3, 2, 3], [1, 3], [10, 4], [4, 2, 1, 2], [12, 2]];
+const SIDE_MAX = 256; // pixel side of the two matrix panels, at most
+const PLOT_W_MAX = 380, PLOT_H = 256;
+const AXIS_FONT = 12;
 
 // P as a Float64Array, row-major (maxLen, d): exported so a test can compare it with the Python reference.
 export function sinusoidalEncoding(maxLen, d, base) {
@@ -38,8 +42,8 @@ export function dotProducts(P, maxLen, d) {
   return S;
 }
 
-// Draw a rows x cols matrix into a SIDE x SIDE canvas; values mapped through lut on [lo, hi].
-function paintMatrix(canvas, M, rows, cols, lo, hi, lut) {
+// Draw a rows x cols matrix into a side x side canvas; values mapped through lut on [lo, hi].
+function paintMatrix(canvas, M, rows, cols, lo, hi, lut, side) {
   const img = new ImageData(cols, rows);
   const px = img.data;
   const scale = hi > lo ? 255 / (hi - lo) : 0;
@@ -47,7 +51,20 @@ function paintMatrix(canvas, M, rows, cols, lo, hi, lut) {
     const q = Math.max(0, Math.min(255, Math.round((M[n] - lo) * scale))) * 3;
     px[4 * n] = lut[q]; px[4 * n + 1] = lut[q + 1]; px[4 * n + 2] = lut[q + 2]; px[4 * n + 3] = 255;
   }
-  return blit(canvas, img, SIDE, SIDE, cols > SIDE || rows > SIDE);
+  return blit(canvas, img, side, side, cols > side || rows > side);
+}
+
+// A short line in colour k and its dash pattern, for the legend.
+function lineSwatch(k) {
+  const c = document.createElement("canvas");
+  c.width = 28; c.height = 10;
+  c.setAttribute("aria-hidden", "true");
+  const g = c.getContext("2d");
+  g.strokeStyle = LINES[k % LINES.length];
+  g.lineWidth = 2;
+  g.setLineDash(DASHES[k % DASHES.length]);
+  g.beginPath(); g.moveTo(0, 5); g.lineTo(28, 5); g.stroke();
+  return c;
 }
 
 function render({ model, el }) {
@@ -81,11 +98,23 @@ function render({ model, el }) {
   p1.append(encCanvas, encLegend);
   p2.append(curveCanvas, curveLegend);
   p3.append(simCanvas, simLegend);
-  const readout = h("div", "sv-readout sv-hover", "\u00a0");
+  const readout = readoutLine("sv-readout sv-hover");
   const pair = h("div", "sv-readout sv-pair");
-  root.append(title, controls, note, panels, pair, readout);
+  const summary = srOnly("div", "sv-summary");
+  summary.setAttribute("aria-live", "polite");
+  note.setAttribute("role", "status");
+  curveCanvas.setAttribute("role", "img");
+  root.append(title, controls, note, panels, pair, readout, summary);
 
-  let P = null, S = null, d = 0, n = 0, smin = 0, smax = 0;
+  let P = null, S = null, d = 0, n = 0, smin = 0, smax = 0, side = SIDE_MAX, plotW = PLOT_W_MAX;
+  let encCursor = null, simCursor = null;
+  const fitPanels = (w) => {
+    side = Math.max(120, Math.min(SIDE_MAX, w - 4));
+    plotW = Math.max(160, Math.min(PLOT_W_MAX, w - 4));
+    for (const p of [p1, p3]) p.style.maxWidth = `${side}px`;
+    p2.style.maxWidth = `${plotW}px`;
+  };
+  fitPanels(widthOf(root));
 
   const setAndSave = (k, v) => save(model, k, v);
   dS.input.addEventListener("input", () => setAndSave("d_model", parseInt(dS.input.value, 10)));
@@ -130,24 +159,35 @@ function render({ model, el }) {
   const visiblePositions = () => model.get("positions").map((x) => Math.min(x, n - 1));
 
   function drawEncoding() {
-    const ctx = paintMatrix(encCanvas, P, n, d, -1, 1, LUT_RDBU);
-    const w = SIDE / d;
+    const ctx = paintMatrix(encCanvas, P, n, d, -1, 1, LUT_RDBU, side);
+    const w = side / d;
     visibleDims().forEach((k, j) => {
       ctx.fillStyle = LINES[j % LINES.length];
       ctx.fillRect(k * w, 0, Math.max(2, w), 5);
     });
+    const c = encCursor && encCursor.get();
+    if (c) outline(ctx, c[1] * w, c[0] * (side / n), w, side / n);
     encLegend.replaceChildren(legend(LUT_RDBU, "\u22121", "1", "value", 120));
   }
 
+  function outline(ctx, x, y, w, hh) {
+    ctx.strokeStyle = "#000000";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(x - 1.5, y - 1.5, Math.max(w, 2) + 3, Math.max(hh, 2) + 3);
+    ctx.strokeStyle = "#ffffff";
+    ctx.strokeRect(x - 0.5, y - 0.5, Math.max(w, 2) + 1, Math.max(hh, 2) + 1);
+  }
+
   function drawCurves() {
+    const PLOT_W = plotW;
     curveCanvas.width = PLOT_W; curveCanvas.height = PLOT_H;
     const ctx = curveCanvas.getContext("2d");
     const L = 34, R = 8, T = 8, B = 24;
     const X = (p) => L + (n > 1 ? (p / (n - 1)) * (PLOT_W - L - R) : 0);
     const Y = (v) => T + ((1 - v) / 2) * (PLOT_H - T - B);
     ctx.clearRect(0, 0, PLOT_W, PLOT_H);
-    ctx.font = "11px sans-serif";
-    ctx.fillStyle = "#777";
+    ctx.font = `${AXIS_FONT}px sans-serif`;
+    ctx.fillStyle = "#4d4d4d";
     ctx.strokeStyle = "rgba(128,128,128,0.5)";
     ctx.lineWidth = 1;
     for (const v of [-1, 0, 1]) {
@@ -155,8 +195,8 @@ function render({ model, el }) {
       ctx.fillText(String(v), 8, Y(v) + 4);
     }
     ctx.fillText("0", L - 3, PLOT_H - 8);
-    ctx.fillText(String(n - 1), PLOT_W - R - 20, PLOT_H - 8);
-    ctx.fillText("position p", PLOT_W / 2 - 25, PLOT_H - 8);
+    ctx.fillText(String(n - 1), PLOT_W - R - 22, PLOT_H - 8);
+    ctx.fillText("position p", PLOT_W / 2 - 28, PLOT_H - 8);
     ctx.setLineDash([4, 3]);
     ctx.strokeStyle = "#555";
     for (const p of visiblePositions()) {
@@ -166,9 +206,9 @@ function render({ model, el }) {
     ctx.setLineDash([]);
     curveLegend.replaceChildren();
     visibleDims().forEach((k, j) => {
-      const col = LINES[j % LINES.length];
-      ctx.strokeStyle = col;
-      ctx.lineWidth = 1.6;
+      ctx.strokeStyle = LINES[j % LINES.length];
+      ctx.setLineDash(DASHES[j % DASHES.length]);
+      ctx.lineWidth = 1.8;
       ctx.beginPath();
       for (let p = 0; p < n; p++) {
         const v = P[p * d + k];
@@ -176,11 +216,12 @@ function render({ model, el }) {
       }
       ctx.stroke();
       const item = h("span", "sv-legend-item");
-      const sw = h("span", "sv-swatch", "\u25a0 ");
-      sw.style.color = col;
-      item.append(sw, `dim ${k} (${k % 2 === 0 ? "sin" : "cos"}, i=${Math.floor(k / 2)})  `);
+      item.append(lineSwatch(j), ` dim ${k} (${k % 2 === 0 ? "sin" : "cos"}, i=${Math.floor(k / 2)})`);
       curveLegend.appendChild(item);
     });
+    ctx.setLineDash([]);
+    curveCanvas.setAttribute("aria-label", `curves of dimensions ${visibleDims().join(", ")} of P over positions ` +
+      `0\u2013${n - 1}, dashed lines at positions ${visiblePositions().join(" and ")}`);
     const hidden = model.get("dims").filter((x) => x >= d);
     if (hidden.length) {
       curveLegend.appendChild(h("span", "sv-note", `(dim ${hidden.join(", ")} hidden: d_model = ${d})`));
@@ -188,56 +229,76 @@ function render({ model, el }) {
   }
 
   function drawSimilarity() {
-    const ctx = paintMatrix(simCanvas, S, n, n, smin, smax, LUT_VIRIDIS);
+    const ctx = paintMatrix(simCanvas, S, n, n, smin, smax, LUT_VIRIDIS, side);
     const [p, q] = visiblePositions();
-    const c = SIDE / n;
+    const c = side / n;
     ctx.strokeStyle = ACCENT;
     ctx.lineWidth = 2;
     ctx.strokeRect(q * c - 1, p * c - 1, Math.max(c, 2) + 2, Math.max(c, 2) + 2);
+    const k = simCursor && simCursor.get();
+    if (k) outline(ctx, k[1] * c, k[0] * c, c, c);
     simLegend.replaceChildren(legend(LUT_VIRIDIS, smin.toFixed(1), smax.toFixed(1), "dot product", 120));
     pair.textContent = `P[${p}] \u00b7 P[${q}] = ${S[p * n + q].toFixed(3)}  (p \u2212 q = ${p - q}; ` +
       `P[p] \u00b7 P[p] = ${S[p * n + p].toFixed(1)} for every p)`;
+    summary.textContent = `Sinusoidal positions for d_model = ${d}, max_len = ${n}, base = ${model.get("base")}. ` +
+      `Curves of dimensions ${visibleDims().join(", ")}. ${pair.textContent}. The dot product of two positions ` +
+      `ranges from ${smin.toFixed(1)} to ${smax.toFixed(1)} and depends only on their distance.`;
+    noteFonts(root, [AXIS_FONT]);
   }
 
   function syncControls() {
     dS.input.max = String(model.get("max_d_model"));
     nS.input.max = String(model.get("max_max_len"));
-    dS.input.value = String(d); dS.value.textContent = String(d);
-    nS.input.value = String(n); nS.value.textContent = String(n);
+    dS.input.value = String(d);
+    nS.input.value = String(n);
     const base = model.get("base");
-    bS.input.value = String(Math.log10(base)); bS.value.textContent = base >= 100 ? base.toFixed(0) : base.toFixed(2);
+    bS.input.value = String(Math.log10(base));
+    setValueText(bS, base >= 100 ? base.toFixed(0) : base.toFixed(2));
+    setValueText(dS, String(d));
+    setValueText(nS, String(n));
     if (document.activeElement !== dimsInput) dimsInput.value = model.get("dims").join(", ");
     const [p, q] = model.get("positions");
     pIn.max = qIn.max = String(n - 1);
     pIn.value = String(p); qIn.value = String(q);
-    showTitle(title, model);
+    showTitle(title, model, "positional encodings");
     root.dataset.dModel = String(d); root.dataset.maxLen = String(n); root.dataset.base = String(base);
   }
 
-  function hover(canvas, rows, cols, describe) {
-    canvas.addEventListener("mousemove", (ev) => {
-      const r = canvas.getBoundingClientRect();
-      const i = Math.floor(((ev.clientY - r.top) / r.height) * rows());
-      const j = Math.floor(((ev.clientX - r.left) / r.width) * cols());
-      if (i >= 0 && j >= 0 && i < rows() && j < cols()) readout.textContent = describe(i, j);
-    });
-    canvas.addEventListener("mouseleave", () => { readout.textContent = "\u00a0"; });
-  }
-  hover(encCanvas, () => n, () => d, (p, k) => {
-    const freq = 1 / Math.pow(model.get("base"), (k - (k % 2)) / d); // base^(-2i/d)
-    const fn = k % 2 === 0 ? "sin" : "cos";
-    return `P[${p}, ${k}] = ${P[p * d + k].toFixed(4)}  (${fn}, frequency ${freq.toPrecision(3)})`;
+  // The two matrices' read-outs, by mouse or keyboard (a cursor on each canvas).
+  encCursor = cellCursor(encCanvas, {
+    rows: () => n, cols: () => d, page: 10,
+    cellAt: (ev) => cellUnder(ev, encCanvas, side / d, side / n, n, d),
+    label: "P, positions by dimensions: arrow keys move from cell to cell",
+    show: (p, k) => {
+      drawEncoding();
+      if (p === null) { readout.textContent = "\u00a0"; return; }
+      const freq = 1 / Math.pow(model.get("base"), (k - (k % 2)) / d); // base^(-2i/d)
+      const fn = k % 2 === 0 ? "sin" : "cos";
+      readout.textContent = `P[${p}, ${k}] = ${P[p * d + k].toFixed(4)}  (${fn}, frequency ${freq.toPrecision(3)})`;
+    },
   });
-  hover(simCanvas, () => n, () => n,
-    (p, q) => `P[${p}] \u00b7 P[${q}] = ${S[p * n + q].toFixed(3)}  (p \u2212 q = ${p - q})`);
+  simCursor = cellCursor(simCanvas, {
+    rows: () => n, cols: () => n, page: 10,
+    cellAt: (ev) => cellUnder(ev, simCanvas, side / n, side / n, n, n),
+    label: "P P transposed, positions by positions: arrow keys move, Enter compares the two positions",
+    show: (p, q) => {
+      drawSimilarity();
+      readout.textContent = p === null ? "\u00a0"
+        : `P[${p}] \u00b7 P[${q}] = ${S[p * n + q].toFixed(3)}  (p \u2212 q = ${p - q})`;
+    },
+    activate: (p, q) => setAndSave("positions", [p, q]),
+  });
+  encCanvas.setAttribute("aria-roledescription", "matrix");
+  simCanvas.setAttribute("aria-roledescription", "matrix");
 
   compute();
   syncControls();
   drawEncoding();
   drawCurves();
   drawSimilarity();
+  const stopResize = onResize(root, (w) => { fitPanels(w); drawEncoding(); drawCurves(); drawSimilarity(); });
   // Recompute P and P P^T only when d_model, max_len or base changed; the rest redraws from them.
-  return onChanges(model, {
+  const stop = onChanges(model, {
     heavy: ["d_model", "max_len", "base"],
     light: ["dims", "positions", "title", "max_d_model", "max_max_len"],
   }, (kinds) => {
@@ -248,6 +309,7 @@ function render({ model, el }) {
     drawCurves();
     drawSimilarity();
   });
+  return () => { stop(); stopResize(); };
 }
 
 export default { render };
