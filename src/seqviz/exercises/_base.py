@@ -48,8 +48,8 @@ def call(fn: Callable, *args):
     try:
         return fn(*args), None
     except NotImplementedError:
-        raise NotWrittenYet(f"{getattr(fn, '__name__', 'the function')} is not written yet: replace the `raise "
-                            f"NotImplementedError` with your code") from None
+        raise NotWrittenYet(f"{getattr(fn, '__name__', 'the function')} is not written yet: replace its "
+                            "`raise NotImplementedError`") from None
     except Exception as e:                                         # the student's bug, reported as the verdict
         return None, f"{getattr(fn, '__name__', 'the function')} raised {type(e).__name__}: {e}"
 
