@@ -9,14 +9,24 @@ the pages:
     vendor/html-manager/embed-amd.js       @jupyter-widgets/html-manager: renders the widget state stored in the page
     vendor/anywidget/index.js              anywidget's front end (runs each widget's ES module)
     vendor/mathjax/tex-mml-chtml.js + fonts and TeX/MathML extensions (see MATHJAX_PARTS for what is left out)
+    vendor/onnxruntime-web/                onnxruntime-web's WebAssembly build (ORT_FILES): runs the live models
+    vendor/live/live.js                    the live runtime, one ES module: the package's widgets/static/
+                                           live_decode.js followed by live.js
+    vendor/live/models/                    the export of `make live-models` (python -m seqviz.live export), checked
+                                           fresh against the package's checkpoints; left out, with a warning, when
+                                           there is none
+
+The live bundle (vendor/onnxruntime-web/ and vendor/live/) loads only when a reader asks for a live model; it must
+stay within LIVE_BUDGET bytes uncompressed (the script fails otherwise) and its gzip size is printed.
 
 `_config.yml` always points at these paths. Without node_modules (no npm) the script writes tiny forwarding files
 in their place that load the same libraries from the public CDNs, and says so loudly: the book then still works,
-but only online. Run: `.venv/bin/python scripts/vendor_js.py [--check] [--out DIR]`.
+but only online. Run: `.venv/bin/python scripts/vendor_js.py [--check] [--out DIR] [--live-models DIR]`.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shutil
 import sys
@@ -27,7 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE = ROOT / "node_modules"
 OUT = ROOT / "_vendor" / "vendor"
 
+STATIC = ROOT / "src" / "seqviz" / "widgets" / "static"
+LIVE_MODELS = ROOT / "_build" / "live-models"
+
 HTML_MANAGER = "1.0.15"
+# onnxruntime-web's files the live runtime loads: the WebAssembly bundle without WebGPU/WebGL (the others fetch a
+# 28 MB .wasm and ran 2x slower on a CPU), its Emscripten loader and the SIMD build it fetches (one thread)
+ORT_FILES = ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
+# the live runtime's one ES module: these package files, in this order
+LIVE_JS = ["live_decode.js", "live.js"]
+#: the live bundle (onnxruntime-web + the runtime + every model), uncompressed
+LIVE_BUDGET = 25_000_000
 CDN = {
     "require": "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.4/require.min.js",
     "embed": f"https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@{HTML_MANAGER}/dist/embed-amd.js",
@@ -119,6 +139,68 @@ def missing_packages() -> list[str]:
     return [n for n in need if not (NODE / n).is_file()]
 
 
+def missing_live() -> list[str]:
+    """onnxruntime-web files node_modules/ should have and lacks (the live models cannot run without them)."""
+    return [f"onnxruntime-web/dist/{f}" for f in ORT_FILES if not (NODE / "onnxruntime-web" / "dist" / f).is_file()]
+
+
+def live_module() -> str:
+    """The live runtime's ES module: the package's live_decode.js, then live.js (which uses its functions)."""
+    head = ("// seqviz live runtime, written by scripts/vendor_js.py from the package's widgets/static/"
+            + " + ".join(LIVE_JS) + "\n")
+    return head + "\n".join((STATIC / name).read_text(encoding="utf-8") for name in LIVE_JS)
+
+
+def vendor_live(out: Path, models: Path | None) -> dict:
+    """Copy onnxruntime-web, write the runtime and copy the export in ``models`` (if it has one; a stale one is an
+    error) into ``out``; return what the bundle holds. Raises ValueError when it is over LIVE_BUDGET."""
+    ort = out / "onnxruntime-web"
+    for name in ORT_FILES:                                                        # each starts with its MIT notice
+        _copy(NODE / "onnxruntime-web" / "dist" / name, ort / name)
+    (out / "live").mkdir(parents=True, exist_ok=True)
+    (out / "live" / "live.js").write_text(live_module(), encoding="utf-8")
+    info = {"models": None}
+    if models is not None and (models / "manifest.json").is_file():
+        from seqviz.live import check_folder                                     # raises StaleExport, saying why
+
+        manifest = check_folder(models)
+        files = ["manifest.json"] + [f["file"] for e in manifest["models"].values() for f in e["files"].values()]
+        for name in files:
+            _copy(models / name, out / "live" / "models" / name)
+        info["models"] = sorted(manifest["models"])
+    parts = [f for d in (ort, out / "live") for f in sorted(d.rglob("*")) if f.is_file()]
+    info["bytes"] = sum(f.stat().st_size for f in parts)
+    info["gzip_bytes"] = sum(len(gzip.compress(f.read_bytes(), 6)) for f in parts)
+    if info["bytes"] > LIVE_BUDGET:
+        raise ValueError(f"the live bundle (vendor/onnxruntime-web/ and vendor/live/) is {info['bytes'] / 1e6:.1f} "
+                         f"MB, over its budget of {LIVE_BUDGET / 1e6:.0f} MB: export smaller models or drop one")
+    return info
+
+
+# A bare page that loads the live runtime from vendor/ as the book will: what tests/browser/test_live_models.py and
+# bench/bench_live.py serve (`live_site`). The runtime is configured, nothing is loaded until a model is asked for.
+LIVE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>seqviz live models</title></head>
+<body><main><h1>seqviz live models</h1><p id="status">loading the runtime module</p></main>
+<script type="module">
+import * as live from "./vendor/live/live.js";
+live.configureLive({ ort: "vendor/onnxruntime-web/", models: "vendor/live/models/" });
+window.live = live;
+document.getElementById("status").textContent = "ready";
+window.liveReady = true;
+</script></body></html>
+"""
+
+
+def live_site(root: Path, models: Path) -> dict:
+    """A folder ``root`` to serve: ``index.html`` (LIVE_PAGE) and ``vendor/`` with the live bundle and the export in
+    ``models``; returns :func:`vendor_live`'s summary."""
+    root.mkdir(parents=True, exist_ok=True)
+    info = vendor_live(root / "vendor", models)
+    (root / "index.html").write_text(LIVE_PAGE, encoding="utf-8")
+    return info
+
+
 def check_versions() -> list[str]:
     """Problems with the installed npm packages (empty when they match what the book's Python side needs)."""
     problems = []
@@ -138,8 +220,9 @@ def check_versions() -> list[str]:
     return problems
 
 
-def vendor(out: Path = OUT) -> dict[str, str]:
-    """Copy the libraries into ``out`` (default _vendor/vendor/, replacing what was there); return {package: version}."""
+def vendor(out: Path = OUT, models: Path | None = LIVE_MODELS) -> dict[str, str]:
+    """Copy the libraries into ``out`` (default _vendor/vendor/, replacing what was there) with the live bundle (the
+    export in ``models``, if there is one); return {package: version}."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -155,9 +238,10 @@ def vendor(out: Path = OUT) -> dict[str, str]:
     bundle = out / "mathjax" / "tex-mml-chtml.js"
     bundle.write_text(MATHJAX_MENU_CONFIG + bundle.read_text(encoding="utf-8"), encoding="utf-8")
     (out / "seqviz-offline.js").write_text(OFFLINE_JS)
+    live = vendor_live(out, models)
     versions, notice = {}, {}
     for pkg, sub in [("requirejs", "."), ("@jupyter-widgets/html-manager", "html-manager"),
-                     ("anywidget", "anywidget"), ("mathjax", "mathjax")]:
+                     ("anywidget", "anywidget"), ("mathjax", "mathjax"), ("onnxruntime-web", "onnxruntime-web")]:
         meta = json.loads((NODE / pkg / "package.json").read_text())
         versions[pkg] = meta["version"]
         notice[pkg] = {"version": meta["version"], "license": meta.get("license", "see the package"),
@@ -167,7 +251,9 @@ def vendor(out: Path = OUT) -> dict[str, str]:
             _copy(lic, out / sub / "LICENSE")
     notice["mathjax"].update(left_out=MATHJAX_LEFT_OUT,
                              modified="tex-mml-chtml.js: a menu configuration put in front (scripts/vendor_js.py)")
-    (out / "versions.json").write_text(json.dumps({"mode": "offline", "packages": notice}, indent=2) + "\n")
+    notice["onnxruntime-web"].update(files=ORT_FILES)
+    (out / "versions.json").write_text(json.dumps({"mode": "offline", "packages": notice, "live": live}, indent=2)
+                                       + "\n")
     return versions
 
 
@@ -194,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only check node_modules; exit 1 if it cannot be vendored")
     ap.add_argument("--out", type=Path, default=OUT, help="folder to write (default: _vendor/vendor, which the "
                     "book serves as vendor/)")
+    ap.add_argument("--live-models", type=Path, default=LIVE_MODELS, help="the export of `make live-models` to "
+                    "serve as vendor/live/models/ (default: _build/live-models)")
     args = ap.parse_args(argv)
     out = args.out.resolve()
     missing = missing_packages()
@@ -207,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         write_cdn_fallback(out)
         print(f"wrote CDN forwarding files to {out}/", file=sys.stderr)
         return 0
-    problems = check_versions()
+    problems = check_versions() + [f"node_modules/ lacks {m}, which the live models need: run `npm ci`"
+                                   for m in missing_live()]
     if problems:
         for p in problems:
             print(f"ERROR: {p}", file=sys.stderr)
@@ -215,10 +304,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         print("node_modules/ has everything the book needs")
         return 0
-    versions = vendor(out)
+    try:
+        versions = vendor(out, args.live_models.resolve())
+    except ValueError as e:                                                       # over budget, or a stale export
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"vendored for offline reading into {out}/ ({size / 1e6:.1f} MB): "
           + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    live = json.loads((out / "versions.json").read_text())["live"]
+    if live["models"] is None:
+        print(f"WARNING: no live-model export in {args.live_models}: the book's live models will not load; run "
+              f"`make live-models` (python -m seqviz.live export) first", file=sys.stderr)
+    print(f"live bundle (vendor/onnxruntime-web/, vendor/live/): {live['bytes'] / 1e6:.1f} MB, "
+          f"{live['gzip_bytes'] / 1e6:.1f} MB gzipped; models: {', '.join(live['models'] or ['none'])}")
     return 0
 
 

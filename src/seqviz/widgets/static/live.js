@@ -1,0 +1,467 @@
+// seqviz live models: the book's own checkpoints, exported by `python -m seqviz.live export` (make live-models), run
+// in the page by onnxruntime-web (WebAssembly, one thread: a static page is not cross-origin isolated), offline.
+// This file follows live_decode.js in the runtime's one ES module (scripts/vendor_js.py writes it as vendor/live/
+// live.js); it uses that file's generate and beamSearch.
+//
+//   configureLive({ort, models})   where onnxruntime-web's files and the export (manifest.json, *.onnx) are served
+//   loadModel(name)                "char_lm", "char_lstm" or "dates": fetched, checked and started once per page and
+//                                  shared by every caller (the cache lives on globalThis, so two copies of this
+//                                  module share it too); nothing loads before the first call
+//
+// CharLM, CharLSTM and EncoderDecoder run the graphs of seqviz.live.graphs (tested equal to PyTorch) and decode with
+// live_decode.js (tested to choose the tokens seqviz.decode chooses). Input is checked before any graph runs: a
+// LiveInputError says what was wrong (an empty prompt, characters outside the model's vocabulary, which it names and
+// can drop; text longer than the context is cropped and `notes` says so). Arrays are flat, row-major Float32Arrays
+// with their shape beside them, as the widgets' buffers are.
+// Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharLM,
+// CharLSTM, EncoderDecoder.
+
+const LIVE_FORMAT = 1; // the manifest format this runtime reads (seqviz.live.export.FORMAT)
+const LIVE = globalThis.__seqvizLive1 || (globalThis.__seqvizLive1 = {
+  config: null, runtime: null, manifest: null, models: new Map(),
+});
+
+class LiveInputError extends Error {
+  constructor(message, details = {}) {
+    super(message);
+    this.name = "LiveInputError";
+    this.details = details;
+  }
+}
+
+// Where the runtime and the models are: `ort` the folder of ort.wasm.min.mjs and its .wasm, `models` the folder of
+// manifest.json (URLs, or paths relative to the page). The first configuration holds for the page; another one
+// after loading began is refused, since every widget shares what was loaded.
+function configureLive({ ort, models, threads = 1 } = {}) {
+  if (!ort || !models) {
+    throw new TypeError("configureLive needs {ort, models}: the folders of onnxruntime-web and of the export");
+  }
+  const folder = (u) => {
+    const url = new URL(u, document.baseURI);
+    if (!url.pathname.endsWith("/")) url.pathname += "/";
+    return url.href;
+  };
+  const config = { ort: folder(ort), models: folder(models), threads };
+  const old = LIVE.config;
+  if (old && (old.ort !== config.ort || old.models !== config.models) && (LIVE.runtime || LIVE.manifest)) {
+    throw new Error(`the live models already load from ${old.models} (runtime ${old.ort}); one page uses one copy`);
+  }
+  LIVE.config = config;
+  return config;
+}
+
+function liveConfig() {
+  if (!LIVE.config) throw new Error("the live runtime is not configured: call configureLive({ort, models}) first");
+  return LIVE.config;
+}
+
+// onnxruntime-web's WebAssembly build, imported once from the book's own copy (its .wasm is fetched from the same
+// folder when the first model starts).
+function loadRuntime() {
+  const cfg = liveConfig();
+  if (!LIVE.runtime) {
+    LIVE.runtime = import(cfg.ort + "ort.wasm.min.mjs").then((ort) => {
+      ort.env.wasm.wasmPaths = cfg.ort;
+      ort.env.wasm.numThreads = cfg.threads; // more threads need cross-origin isolation; two gave no speed-up here
+      ort.env.wasm.proxy = false;
+      ort.env.logLevel = "error";
+      return ort;
+    }, (err) => {
+      LIVE.runtime = null;
+      throw new Error(`could not load onnxruntime-web from ${cfg.ort}ort.wasm.min.mjs: ${err.message}`);
+    });
+  }
+  return LIVE.runtime;
+}
+
+async function fetchChecked(url, what) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw new Error(`could not fetch ${what} from ${url}: ${err.message}`);
+  }
+  if (!response.ok) throw new Error(`could not fetch ${what} from ${url}: HTTP ${response.status}`);
+  return response;
+}
+
+// The export's manifest.json: per model its files, vocabularies and sizes.
+function loadManifest() {
+  const cfg = liveConfig();
+  if (!LIVE.manifest) {
+    LIVE.manifest = fetchChecked(cfg.models + "manifest.json", "the live-model manifest")
+      .then((r) => r.json())
+      .then((m) => {
+        if (m.format !== LIVE_FORMAT) {
+          throw new Error(`the live-model export has format ${m.format}; this page reads format ${LIVE_FORMAT} ` +
+            "(rebuild the book with make live-models)");
+        }
+        return m;
+      })
+      .catch((err) => { LIVE.manifest = null; throw err; });
+  }
+  return LIVE.manifest;
+}
+
+// One exported graph: onnxruntime runs one call of a session at a time, so calls queue.
+class LiveGraph {
+  constructor(ort, session) {
+    this.ort = ort;
+    this.session = session;
+    this.queue = Promise.resolve();
+  }
+
+  ids(rows) { // B equal-length rows of token ids -> an int64 tensor (B, T)
+    const B = rows.length, T = rows[0].length;
+    const data = new BigInt64Array(B * T);
+    rows.forEach((row, b) => {
+      if (row.length !== T) throw new Error("every row of a batch must have the same length");
+      row.forEach((id, t) => { data[b * T + t] = BigInt(id); });
+    });
+    return new this.ort.Tensor("int64", data, [B, T]);
+  }
+
+  floats(data, dims) { return new this.ort.Tensor("float32", data, dims); }
+
+  run(feeds) {
+    const result = this.queue.then(() => this.session.run(feeds));
+    this.queue = result.catch(() => {});
+    return result.then((out) => Object.fromEntries(Object.entries(out).map(([k, t]) => [k, t.data])));
+  }
+}
+
+// Every model of the export is loaded at most once per page; a failed load may be retried.
+function loadModel(name) {
+  if (!LIVE.models.has(name)) {
+    const loading = (async () => {
+      const [ort, manifest] = await Promise.all([loadRuntime(), loadManifest()]);
+      const entry = manifest.models[name];
+      if (!entry) {
+        throw new Error(`the export has no model called ${name}; it has ${Object.keys(manifest.models).join(", ")}`);
+      }
+      const graphs = {};
+      for (const [role, f] of Object.entries(entry.files)) {
+        const url = liveConfig().models + f.file;
+        const bytes = new Uint8Array(await (await fetchChecked(url, `the ${name} model`)).arrayBuffer());
+        if (bytes.length !== f.bytes) {
+          throw new Error(`${url} has ${bytes.length} bytes, the manifest says ${f.bytes}: the export is damaged or ` +
+            "stale (rebuild the book with make live-models)");
+        }
+        const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"],
+          graphOptimizationLevel: "all" });
+        graphs[role] = new LiveGraph(ort, session);
+      }
+      const Kind = { transformer_lm: CharLM, lstm_lm: CharLSTM, encoder_decoder: EncoderDecoder }[entry.kind];
+      if (!Kind) throw new Error(`this runtime cannot run a model of kind ${entry.kind}`);
+      return new Kind(entry, graphs);
+    })();
+    LIVE.models.set(name, loading);
+    loading.catch(() => LIVE.models.delete(name));
+  }
+  return LIVE.models.get(name);
+}
+
+// ---- input ----------------------------------------------------------------------------------------------------
+function shown(chars) { return chars.map((c) => JSON.stringify(c)).join(", "); }
+
+// Text -> ids of a character vocabulary. Characters outside it are an error naming them, or with drop: true are left
+// out (and named in `dropped`); an empty result is an error; text longer than `max` is cropped to its last
+// (keep: "end") or first (keep: "start") max characters, and `notes` says so.
+function encodeText(text, stoi, { what = "the text", drop = false, max = null, keep = "end" } = {}) {
+  if (typeof text !== "string") throw new LiveInputError(`${what} must be text, got ${typeof text}`);
+  let chars = Array.from(text);
+  if (chars.length === 0) throw new LiveInputError(`${what} is empty: type at least one character`, { empty: true });
+  const unknown = [...new Set(chars.filter((c) => !stoi.has(c)))];
+  if (unknown.length && !drop) {
+    throw new LiveInputError(`the model does not know ${unknown.length === 1 ? "the character" : "the characters"} ` +
+      `${shown(unknown)} (not in its vocabulary): drop ${unknown.length === 1 ? "it" : "them"} or replace ` +
+      `${unknown.length === 1 ? "it" : "them"}`, { unknown });
+  }
+  const notes = [];
+  if (unknown.length) {
+    chars = chars.filter((c) => stoi.has(c));
+    notes.push(`left out ${shown(unknown)}: not in the model's vocabulary`);
+    if (chars.length === 0) {
+      throw new LiveInputError(`${what} has no character the model knows`, { unknown, empty: true });
+    }
+  }
+  let cropped = 0;
+  if (max !== null && chars.length > max) {
+    cropped = chars.length - max;
+    chars = keep === "end" ? chars.slice(-max) : chars.slice(0, max);
+    notes.push(`cropped to its ${keep === "end" ? "last" : "first"} ${max} characters (the model reads at most ` +
+      `${max}); ${cropped} left out`);
+  }
+  return { ids: chars.map((c) => stoi.get(c)), chars, dropped: unknown, cropped, notes };
+}
+
+function checkIds(ids, V, max, what) {
+  if (!Array.isArray(ids) || ids.length === 0) {
+    throw new LiveInputError(`${what} is empty: give at least one token`, { empty: true });
+  }
+  if (max !== null && ids.length > max) {
+    throw new LiveInputError(`${what} has ${ids.length} tokens, more than the model reads (${max}): crop it`,
+      { tooLong: true });
+  }
+  for (const id of ids) {
+    if (!Number.isInteger(id) || id < 0 || id >= V) throw new LiveInputError(`token id ${id} is not in [0, ${V})`);
+  }
+}
+
+function vocabulary(itos) { return new Map(itos.map((s, i) => [s, i])); }
+
+// Rows of a flat (B, T, V) array at position t of each row.
+function rowsAt(data, B, T, V, t) {
+  return Array.from({ length: B }, (_, b) => data.subarray((b * T + t) * V, (b * T + t + 1) * V));
+}
+
+// ---- the character transformer LM ------------------------------------------------------------------------------
+class CharLM {
+  constructor(entry, graphs) {
+    this.entry = entry;
+    this.graph = graphs.lm;
+    this.itos = entry.itos;
+    this.stoi = vocabulary(entry.itos);
+    this.V = entry.vocab_size;
+    this.context = entry.context;
+    this.L = entry.layers;
+    this.H = entry.heads;
+    this.dk = entry.d_k;
+  }
+
+  encode(text, options = {}) {
+    return encodeText(text, this.stoi, { what: "the prompt", max: this.context, keep: "end", ...options });
+  }
+
+  text(ids) { return ids.map((i) => this.itos[i]).join(""); }
+
+  // B rows of ids read after `past` ({k, v (B, L, H, P, d_k), P}; null: nothing read before) -> the graph's outputs.
+  run(rows, past = null) {
+    const g = this.graph, dims = [rows.length, this.L, this.H, past ? past.P : 0, this.dk];
+    const none = new Float32Array(0);
+    return g.run({ ids: g.ids(rows), past_k: g.floats(past ? past.k : none, dims),
+      past_v: g.floats(past ? past.v : none, dims) });
+  }
+
+  // One sequence of at most `context` ids -> logits (T, V), attention (L, H, T, T), q, k, v (L, H, T, d_k), and the
+  // last position's logits, `next`.
+  async forward(ids) {
+    checkIds(ids, this.V, this.context, "the prompt");
+    const T = ids.length;
+    const out = await this.run([ids]);
+    return { T, V: this.V, L: this.L, H: this.H, dk: this.dk, logits: out.logits, attention: out.attention, q: out.q,
+      k: out.k, v: out.v, next: out.logits.subarray((T - 1) * this.V, T * this.V) };
+  }
+
+  // The decode.py stepper, as TransformerLM.step: the state holds each row's ids read so far and the keys and values
+  // of every layer (the cache), so a new token costs one position; once the ids would pass `context`, the last
+  // `context` ids are re-read from no cache (the positions shift).
+  stepper() {
+    const lm = this, per = lm.L * lm.H * lm.dk; // numbers per row and cached position
+    return {
+      async step(rows, state) {
+        const all = rows.map((r, b) => (state ? state.rows[b] : []).concat(r));
+        const cached = state !== null && all[0].length <= lm.context;
+        const read = cached ? rows : all.map((r) => r.slice(-lm.context));
+        const out = await lm.run(read, cached ? state : null);
+        const T = read[0].length;
+        return { logits: rowsAt(out.logits, rows.length, T, lm.V, T - 1),
+          state: { rows: cached ? all : read, k: out.k, v: out.v, P: (cached ? state.P : 0) + T } };
+      },
+      reorderState(state, index) {
+        const n = per * state.P; // one row's cache, contiguous (B first)
+        const pick = (a) => {
+          const out = new Float32Array(index.length * n);
+          index.forEach((i, b) => out.set(a.subarray(i * n, (i + 1) * n), b * n));
+          return out;
+        };
+        return { rows: index.map((i) => state.rows[i]), k: pick(state.k), v: pick(state.v), P: state.P };
+      },
+    };
+  }
+
+  generate(ids, maxNew, options = {}) {
+    checkIds(ids, this.V, null, "the prompt");
+    return generate(this.stepper(), ids, maxNew, options);
+  }
+
+  beam(ids, beamSize, maxNew, options = {}) {
+    checkIds(ids, this.V, null, "the prompt");
+    return beamSearch(this.stepper(), ids, beamSize, maxNew, options);
+  }
+}
+
+// ---- the character LSTM ----------------------------------------------------------------------------------------
+class CharLSTM {
+  constructor(entry, graphs) {
+    this.entry = entry;
+    this.graph = graphs.step;
+    this.itos = entry.itos;
+    this.stoi = vocabulary(entry.itos);
+    this.V = entry.vocab_size;
+    this.L = entry.layers;
+    this.dh = entry.d_h;
+    this.specials = entry.specials;
+  }
+
+  encode(text, options = {}) { return encodeText(text, this.stoi, { what: "the text", ...options }); }
+
+  text(ids) { return ids.map((i) => this.itos[i]).join(""); }
+
+  zeroState(B) { return { B, h: new Float32Array(this.L * B * this.dh), c: new Float32Array(this.L * B * this.dh) }; }
+
+  // One step for B rows: x (B ids), state {B, h, c (L, B, d_h)} -> {logits: B rows, state, gates {f, g, i, o}}.
+  async step(x, state) {
+    const { B, h, c } = state;
+    const g = this.graph, dims = [this.L, B, this.dh];
+    const out = await g.run({ x: new g.ort.Tensor("int64", BigInt64Array.from(x, BigInt), [B]),
+      h_prev: g.floats(h, dims), c_prev: g.floats(c, dims) });
+    return { logits: rowsAt(out.logits, B, 1, this.V, 0), state: { B, h: out.h, c: out.c },
+      gates: { f: out.f, g: out.g, i: out.i, o: out.o } };
+  }
+
+  // The gates and states of every layer over one sequence, from the zero state: {T, logits (T, V), and f, g, i, o,
+  // c, h each (L, T, d_h)}, what LSTMGates draws.
+  async trace(ids) {
+    checkIds(ids, this.V, null, "the text");
+    const T = ids.length, L = this.L, dh = this.dh;
+    const out = { T, L, dh, V: this.V, logits: new Float32Array(T * this.V) };
+    for (const n of ["f", "g", "i", "o", "c", "h"]) out[n] = new Float32Array(L * T * dh);
+    let state = this.zeroState(1);
+    for (let t = 0; t < T; t++) {
+      const s = await this.step([ids[t]], state);
+      state = s.state;
+      out.logits.set(s.logits[0], t * this.V);
+      const parts = { ...s.gates, c: state.c, h: state.h };
+      for (const [n, data] of Object.entries(parts)) {
+        for (let l = 0; l < L; l++) out[n].set(data.subarray(l * dh, (l + 1) * dh), (l * T + t) * dh);
+      }
+    }
+    return out;
+  }
+
+  // The decode.py stepper: the state is h and c of every row; a step reads each row's new ids one at a time.
+  stepper() {
+    const lstm = this;
+    return {
+      async step(rows, state) {
+        let s = state || lstm.zeroState(rows.length), logits = null;
+        for (let t = 0; t < rows[0].length; t++) {
+          ({ logits, state: s } = await lstm.step(rows.map((r) => r[t]), s));
+        }
+        return { logits, state: s };
+      },
+      reorderState(state, index) {
+        const pick = (a) => {
+          const out = new Float32Array(lstm.L * index.length * lstm.dh);
+          for (let l = 0; l < lstm.L; l++) {
+            index.forEach((i, b) => out.set(a.subarray((l * state.B + i) * lstm.dh, (l * state.B + i + 1) * lstm.dh),
+              (l * index.length + b) * lstm.dh));
+          }
+          return out;
+        };
+        return { B: index.length, h: pick(state.h), c: pick(state.c) };
+      },
+    };
+  }
+
+  generate(ids, maxNew, options = {}) {
+    checkIds(ids, this.V, null, "the text");
+    return generate(this.stepper(), ids, maxNew, options);
+  }
+
+  beam(ids, beamSize, maxNew, options = {}) {
+    checkIds(ids, this.V, null, "the text");
+    return beamSearch(this.stepper(), ids, beamSize, maxNew, options);
+  }
+}
+
+// ---- the encoder-decoder (chapter 7's dates) -------------------------------------------------------------------
+class EncoderDecoder {
+  constructor(entry, graphs) {
+    this.entry = entry;
+    this.encoder = graphs.encoder;
+    this.decoder = graphs.decoder;
+    this.srcItos = entry.src_itos;
+    this.tgtItos = entry.tgt_itos;
+    this.srcStoi = vocabulary(entry.src_itos); // a typed character never matches a special such as <unk>
+    this.V = entry.tgt_itos.length;
+    this.maxLen = entry.max_len;
+    this.L = entry.layers;
+    this.H = entry.heads;
+    this.d = entry.d_model;
+    this.bos = entry.bos_id;
+    this.eos = entry.eos_id;
+    this.formats = Object.entries(entry.formats || {}).map(([name, re]) => [name, new RegExp(re)]);
+  }
+
+  encode(text, options = {}) {
+    return encodeText(text, this.srcStoi, { what: "the date", max: this.maxLen, keep: "start", ...options });
+  }
+
+  // The name of the training format `text` has (seqviz.data.tasks.DATE_FORMATS), or null: a date written another
+  // way still gets an answer, from a model that never saw that form.
+  format(text) {
+    const hit = this.formats.find(([, re]) => re.test(text));
+    return hit ? hit[0] : null;
+  }
+
+  text(ids) { return ids.filter((i) => i !== this.eos).map((i) => this.tgtItos[i]).join(""); }
+
+  // src ids (S) -> {S, memory (S, d_model), attention (L, H, S, S)}
+  async encodeSource(src) {
+    checkIds(src, this.srcItos.length, this.maxLen, "the date");
+    const out = await this.encoder.run({ src: this.encoder.ids([src]) });
+    return { S: src.length, memory: out.memory, attention: out.attention };
+  }
+
+  // The decoder over B prefixes of equal length T (each starting with <s>) -> {T, logits (B, T, V), cross (B, L, H,
+  // T, S), self (B, L, H, T, T)}.
+  async decodePrefix(rows, enc) {
+    const B = rows.length, T = rows[0].length, n = enc.S * this.d;
+    if (T > this.maxLen) {
+      throw new LiveInputError(`the decoder would read ${T} target tokens but its position table has ${this.maxLen}`);
+    }
+    const memory = new Float32Array(B * n);
+    for (let b = 0; b < B; b++) memory.set(enc.memory, b * n);
+    const out = await this.decoder.run({ tgt_in: this.decoder.ids(rows),
+      memory: this.decoder.floats(memory, [B, enc.S, this.d]) });
+    return { T, logits: out.logits, cross: out.cross_attention, self: out.self_attention };
+  }
+
+  // The decode.py stepper of one source (EncoderDecoderBinding): encoded on the first step; each step re-reads the
+  // rows' prefixes.
+  stepper(src) {
+    const model = this;
+    return {
+      async step(rows, state) {
+        const enc = state ? state.enc : await model.encodeSource(src);
+        const prefixes = rows.map((r, b) => (state ? state.rows[b] : []).concat(r));
+        const out = await model.decodePrefix(prefixes, enc);
+        return { logits: rowsAt(out.logits, prefixes.length, out.T, model.V, out.T - 1),
+          state: { enc, rows: prefixes } };
+      },
+      reorderState(state, index) { return { enc: state.enc, rows: index.map((i) => state.rows[i]) }; },
+    };
+  }
+
+  // Greedy decoding (EncoderDecoderTransformer.greedy): {ids (ending with </s> where reached), text, cross (L, H,
+  // T_out, S) of the output, T, S}.
+  async greedy(src, { maxNew = this.maxLen } = {}) {
+    const ids = await generate(this.stepper(src), [this.bos], maxNew, { greedy: true, stopId: this.eos });
+    const enc = await this.encodeSource(src);
+    const read = [this.bos].concat(ids.slice(0, -1));
+    const out = await this.decodePrefix([read], enc);
+    return { ids, text: this.text(ids), cross: out.cross, T: read.length, S: enc.S };
+  }
+
+  // Beam search with length normalisation (decode.beam_search on the model's binding): {hypotheses, trace}.
+  beam(src, beamSize, { maxNew = this.maxLen, lengthPenalty = 0, trace = false, withGreedy = false } = {}) {
+    checkIds(src, this.srcItos.length, this.maxLen, "the date");
+    return beamSearch(this.stepper(src), [this.bos], beamSize, maxNew,
+      { stopId: this.eos, lengthPenalty, trace, withGreedy });
+  }
+}
+
+export { LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharLM, CharLSTM,
+  EncoderDecoder };
