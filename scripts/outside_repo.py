@@ -79,7 +79,13 @@ def build(work: Path) -> Path:
         raise SystemExit(f"{work} is inside the repository: the point is a folder with no repository around it")
     dist = work / "dist"
     shutil.rmtree(dist, ignore_errors=True)
-    run([str(VENV / "bin" / "python"), "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(dist)])
+    # setuptools builds in ROOT/build/ and copies what it finds there into the wheel: a module since deleted from
+    # src/ would ship from a stale build/, so it starts empty and is removed after
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    try:
+        run([str(VENV / "bin" / "python"), "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(dist)])
+    finally:
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
     (wheel,) = dist.glob("seqviz-*.whl")
     venv = work / "venv"
     py = venv / "bin" / "python"

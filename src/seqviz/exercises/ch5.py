@@ -40,8 +40,7 @@ def check_beam_step(fn: Callable) -> bool:
         cases.append((scores, logp, k))
         answers.append(got)
     if all(got == _beam_step_reference(*case) for got, case in zip(answers, cases)):
-        return verdict(True, "beam step correct: totals are sums of log-probabilities, ranked over all "
-                             "continuations")
+        return verdict(True, "beam step correct: sums of log-probabilities, all continuations ranked")
     mistakes = [  # (what a common mistake returns, what to tell the student): reported when it explains every case
         (lambda s, l, k: _beam_step_reference(torch.zeros_like(s), s.exp()[:, None] + l.exp(), k),
          "probabilities were added: a sequence's probability is a product, so add log-probabilities "
