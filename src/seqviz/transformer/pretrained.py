@@ -269,15 +269,17 @@ def load_checkpoint(name: str, path: str | Path | None = None, sha256: str | Non
 
 
 def load_char_lm(path: str | Path | None = None, sha256: str | None = "committed"):
-    """The shipped character LM: (TransformerLM in eval mode, itos, info); ``info`` holds its recipe, build time and
-    losses (``valid_loss``: the whole shakespeare validation split, windows of 64)."""
+    """The shipped character LM: (TransformerLM in eval mode, itos, info), after checking the file's SHA-256, read with
+    ``weights_only=True``; ``info`` holds its recipe, build time and losses (``valid_loss``: the whole shakespeare
+    validation split, windows of 64)."""
     model, vocab, info = load_checkpoint("shakespeare_char", path, sha256)
     return model, vocab["itos"], info
 
 
 def load_dates(task=None, path: str | Path | None = None, sha256: str | None = "committed"):
-    """The shipped date normaliser: (EncoderDecoderTransformer in eval mode, info). With ``task`` (chapter 5's
-    ``date_pairs``), check that its vocabularies are the ones the model was trained with."""
+    """The shipped date normaliser: (EncoderDecoderTransformer in eval mode, info), after checking the file's SHA-256,
+    read with ``weights_only=True``. With ``task`` (chapter 5's ``date_pairs``), check that its vocabularies are the
+    ones the model was trained with."""
     model, vocab, info = load_checkpoint("dates_transformer", path, sha256)
     if task is not None and (list(task.src_vocab.itos) != vocab["src"] or list(task.tgt_vocab.itos) != vocab["tgt"]):
         raise ValueError("this task's vocabularies are not the ones the date model was trained with: build the task "
