@@ -358,14 +358,14 @@ def show_recap(upto: str | None = None) -> list[dict]:
     curves = training_curves(results, upto)
     if len(curves) > 1:                                                # a ladder to compare: at equal compute
         ax = plot_compute(curves)
-        ax.set_title("The PTB ladder at equal compute (measured by bench/, see the Measured appendix)", fontsize=10)
+        ax.set_title("The PTB ladder at equal compute (every rung: the Measured appendix)", fontsize=10)
         ax.figure.tight_layout()
         plt.show()
     elif any(r["perplexity"] is not None for r in rungs):              # one rung: its bar
         shown = [{**r, "label": f"ch. {r['chapter']}: {r['model']}"} for r in rungs if r["perplexity"] is not None]
         _, ax = plt.subplots(figsize=(7, 0.38 * len(shown) + 1.2))
         plot_rungs(shown, ax=ax, label="label")
-        ax.set_xlabel("PTB test perplexity (lower is better), measured by bench/ (see the Measured appendix)",
+        ax.set_xlabel("PTB test perplexity (lower is better; every rung: the Measured appendix)",
                       fontsize=9)
         ax.figure.tight_layout()
         plt.show()
