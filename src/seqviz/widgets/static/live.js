@@ -13,8 +13,9 @@
 // LiveInputError says what was wrong (an empty prompt, characters outside the model's vocabulary, which it names and
 // can drop; text longer than the context is cropped and `notes` says so). Arrays are flat, row-major Float32Arrays
 // with their shape beside them, as the widgets' buffers are.
-// Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharLM,
-// CharLSTM, EncoderDecoder.
+// Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharModel,
+// CharLM, CharLSTM, EncoderDecoder (and the helpers liveConfig, fetchChecked, LiveGraph, shown, checkIds,
+// vocabulary, rowsAt, LIVE, LIVE_FORMAT).
 
 const LIVE_FORMAT = 1; // the manifest format this runtime reads (seqviz.live.export.FORMAT)
 const LIVE = globalThis.__seqvizLive1 || (globalThis.__seqvizLive1 = {
@@ -123,8 +124,8 @@ class LiveGraph {
 
   floats(data, dims) { return new this.ort.Tensor("float32", data, dims); }
 
-  run(feeds) {
-    const result = this.queue.then(() => this.session.run(feeds));
+  run(feeds, fetches = undefined) { // fetches: the output names to copy out (default: all)
+    const result = this.queue.then(() => this.session.run(feeds, fetches));
     this.queue = result.catch(() => {});
     return result.then((out) => Object.fromEntries(Object.entries(out).map(([k, t]) => [k, t.data])));
   }
@@ -215,32 +216,52 @@ function rowsAt(data, B, T, V, t) {
   return Array.from({ length: B }, (_, b) => data.subarray((b * T + t) * V, (b * T + t + 1) * V));
 }
 
-// ---- the character transformer LM ------------------------------------------------------------------------------
-class CharLM {
-  constructor(entry, graphs) {
+// ---- character language models: what the transformer and the LSTM share -----------------------------------------
+class CharModel {
+  constructor(entry, what, context = null) {
     this.entry = entry;
-    this.graph = graphs.lm;
+    this.what = what; // how errors name the input
     this.itos = entry.itos;
     this.stoi = vocabulary(entry.itos);
     this.V = entry.vocab_size;
-    this.context = entry.context;
+    this.context = context; // the most characters the model reads (null: no limit)
+  }
+
+  encode(text, options = {}) {
+    return encodeText(text, this.stoi, { what: this.what, max: this.context, keep: "end", ...options });
+  }
+
+  text(ids) { return ids.map((i) => this.itos[i]).join(""); }
+
+  // seqviz.decode.generate through the model's stepper: the new ids only.
+  generate(ids, maxNew, options = {}) {
+    checkIds(ids, this.V, null, this.what);
+    return generate(this.stepper(), ids, maxNew, options);
+  }
+
+  // seqviz.decode.beam_search through the model's stepper: {hypotheses, trace}.
+  beam(ids, beamSize, maxNew, options = {}) {
+    checkIds(ids, this.V, null, this.what);
+    return beamSearch(this.stepper(), ids, beamSize, maxNew, options);
+  }
+}
+
+// ---- the character transformer LM ------------------------------------------------------------------------------
+class CharLM extends CharModel {
+  constructor(entry, graphs) {
+    super(entry, "the prompt", entry.context);
+    this.graph = graphs.lm;
     this.L = entry.layers;
     this.H = entry.heads;
     this.dk = entry.d_k;
   }
 
-  encode(text, options = {}) {
-    return encodeText(text, this.stoi, { what: "the prompt", max: this.context, keep: "end", ...options });
-  }
-
-  text(ids) { return ids.map((i) => this.itos[i]).join(""); }
-
   // B rows of ids read after `past` ({k, v (B, L, H, P, d_k), P}; null: nothing read before) -> the graph's outputs.
-  run(rows, past = null) {
+  run(rows, past = null, fetches = undefined) {
     const g = this.graph, dims = [rows.length, this.L, this.H, past ? past.P : 0, this.dk];
     const none = new Float32Array(0);
     return g.run({ ids: g.ids(rows), past_k: g.floats(past ? past.k : none, dims),
-      past_v: g.floats(past ? past.v : none, dims) });
+      past_v: g.floats(past ? past.v : none, dims) }, fetches);
   }
 
   // One sequence of at most `context` ids -> logits (T, V), attention (L, H, T, T), q, k, v (L, H, T, d_k), and the
@@ -263,14 +284,18 @@ class CharLM {
         const all = rows.map((r, b) => (state ? state.rows[b] : []).concat(r));
         const cached = state !== null && all[0].length <= lm.context;
         const read = cached ? rows : all.map((r) => r.slice(-lm.context));
-        const out = await lm.run(read, cached ? state : null);
+        const kept = cached ? all : read;
+        // a full window is re-read at the next step, so its cache is not copied out of the runtime
+        const full = kept[0].length >= lm.context;
+        const out = await lm.run(read, cached ? state : null, full ? ["logits"] : ["logits", "k", "v"]);
         const T = read[0].length;
         return { logits: rowsAt(out.logits, rows.length, T, lm.V, T - 1),
-          state: { rows: cached ? all : read, k: out.k, v: out.v, P: (cached ? state.P : 0) + T } };
+          state: { rows: kept, k: full ? null : out.k, v: full ? null : out.v, P: kept[0].length } };
       },
       reorderState(state, index) {
         const n = per * state.P; // one row's cache, contiguous (B first)
         const pick = (a) => {
+          if (a === null) return null;
           const out = new Float32Array(index.length * n);
           index.forEach((i, b) => out.set(a.subarray(i * n, (i + 1) * n), b * n));
           return out;
@@ -279,43 +304,27 @@ class CharLM {
       },
     };
   }
-
-  generate(ids, maxNew, options = {}) {
-    checkIds(ids, this.V, null, "the prompt");
-    return generate(this.stepper(), ids, maxNew, options);
-  }
-
-  beam(ids, beamSize, maxNew, options = {}) {
-    checkIds(ids, this.V, null, "the prompt");
-    return beamSearch(this.stepper(), ids, beamSize, maxNew, options);
-  }
 }
 
 // ---- the character LSTM ----------------------------------------------------------------------------------------
-class CharLSTM {
+class CharLSTM extends CharModel {
   constructor(entry, graphs) {
-    this.entry = entry;
+    super(entry, "the text");
     this.graph = graphs.step;
-    this.itos = entry.itos;
-    this.stoi = vocabulary(entry.itos);
-    this.V = entry.vocab_size;
     this.L = entry.layers;
     this.dh = entry.d_h;
     this.specials = entry.specials;
   }
 
-  encode(text, options = {}) { return encodeText(text, this.stoi, { what: "the text", ...options }); }
-
-  text(ids) { return ids.map((i) => this.itos[i]).join(""); }
-
   zeroState(B) { return { B, h: new Float32Array(this.L * B * this.dh), c: new Float32Array(this.L * B * this.dh) }; }
 
-  // One step for B rows: x (B ids), state {B, h, c (L, B, d_h)} -> {logits: B rows, state, gates {f, g, i, o}}.
-  async step(x, state) {
+  // One step for B rows: x (B ids), state {B, h, c (L, B, d_h)} -> {logits: B rows, state, gates {f, g, i, o}}
+  // (gates: false leaves them in the runtime).
+  async step(x, state, { gates = true } = {}) {
     const { B, h, c } = state;
     const g = this.graph, dims = [this.L, B, this.dh];
     const out = await g.run({ x: new g.ort.Tensor("int64", BigInt64Array.from(x, BigInt), [B]),
-      h_prev: g.floats(h, dims), c_prev: g.floats(c, dims) });
+      h_prev: g.floats(h, dims), c_prev: g.floats(c, dims) }, gates ? undefined : ["logits", "h", "c"]);
     return { logits: rowsAt(out.logits, B, 1, this.V, 0), state: { B, h: out.h, c: out.c },
       gates: { f: out.f, g: out.g, i: out.i, o: out.o } };
   }
@@ -347,7 +356,7 @@ class CharLSTM {
       async step(rows, state) {
         let s = state || lstm.zeroState(rows.length), logits = null;
         for (let t = 0; t < rows[0].length; t++) {
-          ({ logits, state: s } = await lstm.step(rows.map((r) => r[t]), s));
+          ({ logits, state: s } = await lstm.step(rows.map((r) => r[t]), s, { gates: false }));
         }
         return { logits, state: s };
       },
@@ -363,16 +372,6 @@ class CharLSTM {
         return { B: index.length, h: pick(state.h), c: pick(state.c) };
       },
     };
-  }
-
-  generate(ids, maxNew, options = {}) {
-    checkIds(ids, this.V, null, "the text");
-    return generate(this.stepper(), ids, maxNew, options);
-  }
-
-  beam(ids, beamSize, maxNew, options = {}) {
-    checkIds(ids, this.V, null, "the text");
-    return beamSearch(this.stepper(), ids, beamSize, maxNew, options);
   }
 }
 
@@ -416,8 +415,8 @@ class EncoderDecoder {
   }
 
   // The decoder over B prefixes of equal length T (each starting with <s>) -> {T, logits (B, T, V), cross (B, L, H,
-  // T, S), self (B, L, H, T, T)}.
-  async decodePrefix(rows, enc) {
+  // T, S), self (B, L, H, T, T)} (attention: false leaves the weights in the runtime).
+  async decodePrefix(rows, enc, { attention = true } = {}) {
     const B = rows.length, T = rows[0].length, n = enc.S * this.d;
     if (T > this.maxLen) {
       throw new LiveInputError(`the decoder would read ${T} target tokens but its position table has ${this.maxLen}`);
@@ -425,7 +424,7 @@ class EncoderDecoder {
     const memory = new Float32Array(B * n);
     for (let b = 0; b < B; b++) memory.set(enc.memory, b * n);
     const out = await this.decoder.run({ tgt_in: this.decoder.ids(rows),
-      memory: this.decoder.floats(memory, [B, enc.S, this.d]) });
+      memory: this.decoder.floats(memory, [B, enc.S, this.d]) }, attention ? undefined : ["logits"]);
     return { T, logits: out.logits, cross: out.cross_attention, self: out.self_attention };
   }
 
@@ -437,7 +436,7 @@ class EncoderDecoder {
       async step(rows, state) {
         const enc = state ? state.enc : await model.encodeSource(src);
         const prefixes = rows.map((r, b) => (state ? state.rows[b] : []).concat(r));
-        const out = await model.decodePrefix(prefixes, enc);
+        const out = await model.decodePrefix(prefixes, enc, { attention: false });
         return { logits: rowsAt(out.logits, prefixes.length, out.T, model.V, out.T - 1),
           state: { enc, rows: prefixes } };
       },
@@ -463,5 +462,5 @@ class EncoderDecoder {
   }
 }
 
-export { LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharLM, CharLSTM,
+export { LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharModel, CharLM, CharLSTM,
   EncoderDecoder };

@@ -13,7 +13,7 @@
 // same distribution as decode.py's sample_next (softmax(top_k(z) / T)) with a seeded PRNG (mulberry32, as the
 // NextTokenDistribution widget uses): the same seed repeats the same draws, but they are not torch's draws.
 // Top-level names: softmaxWithTemperature, topKFilter, logSoftmax, argmaxFirst, seededRandom, sampleNext,
-// decodeSteps, generate, beamSearch.
+// decodeSteps, generate, beamSearch (and the helpers scoreRows, checkCount, topPairs).
 
 // softmax(z / T) as float64: T < 1 sharpens, T > 1 flattens (decode.softmax_with_temperature). -inf scores get 0.
 function softmaxWithTemperature(z, T = 1) {
