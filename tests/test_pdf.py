@@ -193,7 +193,7 @@ def test_instructions_in_printed_text_are_found():
                     code("# hover over it", outputs=[]), md("A slider names a control; it asks nothing.")]}
     found = pdf.instructions_in_print(nb)
     assert [k for k, _ in found] == [0, 3, 4]
-    assert found[2][1] == "The widget's step slider is named in this table; move the top-$k$ slider to see more."
+    assert found[2][1] == "move the top-$k$ slider to see more."  # the clause that asks, not the one that names
     assert found[0][1].startswith("Drag the **step** slider")
     page = "Intro.\n\n```{only} html\nHover over a cell.\n```\n\n```{only} latex\nThe figure shows.\n```\n"
     assert re.sub(r"\n+", " ", pdf.printed_markdown(page)).strip() == "Intro. The figure shows."
