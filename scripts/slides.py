@@ -10,7 +10,7 @@
    ``remove-cell`` or ``hide-cell``, check cells (``pdf.is_check_cell``: first line ``# checked``, only ``assert``
    statements, or a hidden cell that asserts), the set-up code before the first section, empty cells; the input of
    cells tagged ``remove-input``/``hide-input`` and the outputs of cells tagged ``remove-output``/``hide-output``;
-   stderr. An author can override a cell with a tag ``slideshow-slide``, ``slideshow--`` (join the slide before),
+   stderr and progress bars (a code cell left with nothing to show but long code goes to the notes). An author can override a cell with a tag ``slideshow-slide``, ``slideshow--`` (join the slide before),
    ``slideshow-notes`` or ``slideshow-skip``.
 2. *Headings make slides.* Each ``#``, ``##`` and ``###`` heading starts a slide titled with it (a cell holding
    several headings gives several slides). The slide shows the heading, the *lead* of its first paragraph (a bold
@@ -467,10 +467,11 @@ def cell_role(k: int, cell: dict, first_section: int, ex: tuple[int, int] | None
     return "slide" if any(_shows_something(part) for part in parts(text)) else "notes"
 
 
-def slide_types(cells: list[dict]) -> list[str]:
+def slide_types(cells: list[dict], metadata: dict | None = None) -> list[str]:
     """The ``slideshow.slide_type`` of every cell by the rule in this module's docstring: the roles :func:`plan`
-    gives the cells, so the live slideshow and the static deck start their slides at the same cells."""
-    return plan({"cells": cells, "metadata": {}}, models=None)[1]
+    gives the cells, so the live slideshow and the static deck start their slides at the same cells.
+    ``metadata``: the notebook's (its saved widget state tells a progress bar from a figure)."""
+    return plan({"cells": cells, "metadata": metadata or {}})[1]
 
 
 def _base_roles(cells: list[dict]) -> list[str]:
@@ -489,14 +490,22 @@ def _shown_outputs(cell: dict) -> list[dict]:
             and _text(o.get("text")).strip()]
 
 
-def _output_block(out: dict, models: dict | None) -> Block | None:
+def _progress_bar(model: dict, models: dict) -> bool:
+    """Whether a saved widget model is a progress bar (tqdm's HBox around a FloatProgress): no slide shows it."""
+    kids = (model.get("state", {}).get("children") or []) if model.get("model_name") == "HBoxModel" else []
+    return any(models.get(str(k).removeprefix("IPY_MODEL_"), {}).get("model_name") == "FloatProgressModel"
+               for k in kids)
+
+
+def _output_block(out: dict, models: dict) -> Block | None:
     data = out.get("data", {})
     if out.get("output_type") == "stream":
         text = _text(out.get("text"))
         return Block("output", out, MONO_LINE * _lines_of(text.rstrip("\n"), MONO_CHARS) + 14) if text.strip() else None
     if VIEW in data:
-        drawn = models is None or data[VIEW].get("model_id") in models  # a view with no saved state draws nothing
-        return Block("output", out, 0, flexible=True, alone=True) if drawn else None
+        model = models.get(data[VIEW].get("model_id"))  # a view with no saved state draws nothing
+        return Block("output", out, 0, flexible=True, alone=True) if model and not _progress_bar(model, models) \
+            else None
     if any(k in data for k in ("image/png", "image/jpeg", "image/svg+xml")):
         return Block("output", out, 0, flexible=True)
     if "text/html" in data:
@@ -555,14 +564,11 @@ def _budget(title: str, level: int) -> float:
     return BODY_H - (TITLE_LINE if len(title) > TITLE_CHARS else 0) - (TITLE_SLIDE if level == 1 else 0)
 
 
-def plan(nb: dict, nb_dir: Path = NOTEBOOKS, figures: dict[Path, str] | None = None,
-         models: dict | None | bool = False) -> tuple[list[Slide], list[str]]:
+def plan(nb: dict, nb_dir: Path = NOTEBOOKS, figures: dict[Path, str] | None = None) -> tuple[list[Slide], list[str]]:
     """The deck of a notebook by the rule in this module's docstring (before :func:`paginate` splits slides that do
-    not fit), and each cell's slide type. ``models``: the saved widget models (default: the notebook's own; None:
-    count every widget as drawn, for the metadata)."""
+    not fit), and each cell's slide type."""
     cells = nb["cells"]
-    if models is False:
-        models = nb.get("metadata", {}).get("widgets", {}).get(STATE, {}).get("state", {})
+    models = nb.get("metadata", {}).get("widgets", {}).get(STATE, {}).get("state", {})
     figures = {} if figures is None else figures
     ex = exercises_start(cells)
     roles = _base_roles(cells)
@@ -610,6 +616,8 @@ def plan(nb: dict, nb_dir: Path = NOTEBOOKS, figures: dict[Path, str] | None = N
         sentence = pdf.print_sentence(cell)
         if sentence:
             notes.append(sentence)
+        if role == "slide" and not blocks:  # e.g. long code whose only output is a progress bar
+            roles[k] = role = "notes"
         if role == "slide" and slides and from_markdown and _fits_with(slides[-1], blocks) and not any(
                 t.startswith("slideshow-") for t in tags):
             roles[k] = role = "-"  # rule 4: a short cell joins the slide of the text that introduces it
@@ -672,7 +680,7 @@ def rise_stale(nb: dict) -> bool:
 
 def stale_cells(nb: dict) -> list[int]:
     """Indices of the cells whose stored slide type differs from :func:`slide_types` (missing counts as stale)."""
-    want = slide_types(nb["cells"])
+    want = slide_types(nb["cells"], nb.get("metadata"))
     return [k for k, (cell, t) in enumerate(zip(nb["cells"], want))
             if cell.get("metadata", {}).get("slideshow", {}).get("slide_type") != t]
 
@@ -680,7 +688,7 @@ def stale_cells(nb: dict) -> list[int]:
 def set_metadata(nb: dict) -> int:
     """Write every cell's ``metadata.slideshow.slide_type`` and the notebook's ``metadata.rise`` settings; returns how
     many cells changed (plus one if the notebook's settings did)."""
-    want = slide_types(nb["cells"])
+    want = slide_types(nb["cells"], nb.get("metadata"))
     changed = stale_cells(nb)
     for k in changed:
         nb["cells"][k].setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = want[k]

@@ -77,7 +77,20 @@ def made_up() -> dict:
 
 
 def test_rules_on_a_made_up_chapter():
-    assert slides.slide_types(made_up()["cells"]) == [t for _, t in CHAPTER]
+    nb = made_up()
+    assert slides.slide_types(nb["cells"], nb["metadata"]) == [t for _, t in CHAPTER]
+
+
+def test_a_progress_bar_is_not_shown_and_a_cell_with_nothing_else_goes_to_the_notes():
+    state = {"bar": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_r"]}},
+             "l": {"model_name": "HTMLModel", "state": {}}, "r": {"model_name": "HTMLModel", "state": {}},
+             "p": {"model_name": "FloatProgressModel", "state": {"value": 5, "max": 5}}}
+    bar = [dict(WIDGET[0], data={slides.VIEW: {"model_id": "bar", "version_major": 2}})]
+    nb = {"cells": [md("# T"), md("## 1.1 S"), code(LONG_CODE, outputs=bar), code("train()", outputs=bar + STREAM)],
+          "metadata": {"widgets": {slides.STATE: {"state": state}}}}
+    deck, roles = slides.plan(nb)
+    assert roles == ["slide", "slide", "notes", "slide"]
+    assert [b.kind for b in deck[-1].blocks] == ["code", "output"] and deck[-1].blocks[1].body == STREAM[0]
 
 
 def test_the_plan_puts_prose_in_the_notes_and_keeps_leads_equations_code_and_widgets():
@@ -195,7 +208,8 @@ def test_slides_that_do_not_fit_are_split_where_their_blocks_end():
                                       slides._output_block({"output_type": "stream", "name": "stdout",
                                                             "text": lines + "\n"}, {}),
                                       slides.Block("md", table, 28 * 31 + 10),
-                                      slides._output_block(WIDGET[0], None)], ["the notes"])
+                                      slides._output_block(WIDGET[0], {"w1": {"model_name": "AnyModel"}})],
+                     ["the notes"])
     pages = slides.paginate([s])
     assert len(pages) > 4 and all(p.title == "A title" and p.cell == 7 for p in pages)
     assert [p.continued for p in pages] == [False] + [True] * (len(pages) - 1)
@@ -256,7 +270,7 @@ def test_the_deck_is_flat_offline_with_notes_and_starts_slides_where_the_metadat
     assert "<section" not in text.split("<section", 2)[-1].split("</section>", 1)[0]  # none nested: a flat deck
     # the live metadata's `slide` cells are exactly the cells the static deck starts its slides at
     starts = [int(re.search(r'data-cell="(\d+)"', s).group(1)) for s in sections if "sv-continued" not in s]
-    types = slides.slide_types(nb["cells"])
+    types = slides.slide_types(nb["cells"], nb["metadata"])
     assert sorted(set(starts)) == [k for k, t in enumerate(types) if t == "slide"]
     assert starts == sorted(starts)
     notes = re.findall(r'<aside class="notes">(.*?)</aside>', text, flags=re.S)
