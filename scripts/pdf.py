@@ -21,7 +21,7 @@ tree:
      ``book/figures/make_figures.py`` functions, and the copies' ``figures/NAME.svg`` references -> ``NAME.pdf``;
    - a page the book executes at build time (``mystnb.execution_mode: force``: book/measured.ipynb) is executed here
      first, from the repository root, and then treated like the others;
-3. build, copy the PDF to ``_build/pdf/seqviz.pdf``, and write ``_build/pdf/seqviz.json``: what was replaced, the
+3. build (``--check`` instead lists what breaks the print convention below), copy the PDF to ``_build/pdf/seqviz.pdf``, and write ``_build/pdf/seqviz.json``: what was replaced, the
    smallest printed label of every widget figure, and the LaTeX log's overfull boxes inside tables
    (:func:`overfull_in_tables`); tests/test_pdf.py reads it.
 
@@ -168,6 +168,28 @@ def unexplained_html_only(nb: dict) -> list[int]:
         if not any(has_widget(cells[j]) and print_sentence(cells[j]) for j in near if cells[j]["cell_type"] == "code"):
             bad.append(k)
     return bad
+
+
+def book_sources(root: Path = ROOT) -> list[Path]:
+    """The pages print shows: chapter notebooks, the book's notebooks and Markdown pages."""
+    return (sorted((root / "notebooks").glob("*.ipynb")) + sorted((root / "book").glob("*.ipynb"))
+            + sorted((root / "book").glob("*.md")))
+
+
+def print_problems(path: Path) -> list[str]:
+    """What breaks the print convention in one page: instructions print would show, and ``html-only`` cells with no
+    widget carrying a ``seqviz.print`` sentence next to them."""
+    if path.suffix == ".md":
+        return [f"prints {s!r}" for s in _sentences_with_instructions(printed_markdown(path.read_text(encoding="utf-8")))]
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return ([f"cell {k} prints {s!r}" for k, s in instructions_in_print(nb)]
+            + [f"cell {k} is html-only, but no widget next to it has a seqviz.print sentence"
+               for k in unexplained_html_only(nb)])
+
+
+HOW = ("put the instruction in a markdown cell of its own tagged `html-only` and give the widget's code cell "
+       "`\"seqviz\": {\"print\": \"what the figure shows\"}` in its metadata (a .md page: `{only} html` and "
+       "`{only} latex` blocks); scripts/pdf.py's docstring has the convention")
 
 
 # ---- tables -----------------------------------------------------------------------------------------------------
@@ -866,7 +888,18 @@ def main(argv=None) -> int:
     ap.add_argument("--src", type=Path, default=SRC, help="where the print-ready copy of the book goes")
     ap.add_argument("--out", type=Path, default=OUT, help="where the PDF goes")
     ap.add_argument("--prepare-only", action="store_true", help="make the print-ready copy, do not run LaTeX")
+    ap.add_argument("--check", action="store_true", help="list what breaks the print convention in the book's "
+                    "pages (instructions to hover, drag, click; html-only cells without a print sentence); exit 1 "
+                    "if anything does")
     args = ap.parse_args(argv)
+    if args.check:
+        bad = 0
+        for path in book_sources():
+            for problem in print_problems(path):
+                bad += 1
+                print(f"{path.relative_to(ROOT)}: {problem}")
+        print(f"pdf: {bad} places break the print convention" + (f": {HOW}" if bad else ""))
+        return 1 if bad else 0
     import matplotlib
 
     matplotlib.use("Agg")

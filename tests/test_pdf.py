@@ -211,28 +211,32 @@ def test_an_html_only_cell_needs_a_print_sentence_on_its_widget():
     assert pdf.unexplained_html_only(far) == [3]
 
 
-def _book_sources():
-    pages = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.ipynb"))
-    return pages + sorted((ROOT / "book").glob("*.md"))
-
-
-@pytest.mark.parametrize("path", _book_sources(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", pdf.book_sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_book_follows_the_print_convention(path):
     """No page prints an instruction to hover, drag, click or move a slider (print has no mouse), and every
-    instruction kept for the screen has a printed sentence on its figure. See scripts/pdf.py's docstring."""
-    how = ("put the instruction in a markdown cell of its own tagged `html-only`, and give the widget's code cell "
-           "`\"seqviz\": {\"print\": \"what the figure shows\"}` in its metadata (a .md page: `{only} html` and "
-           "`{only} latex` blocks); scripts/pdf.py's docstring has the convention")
-    if path.suffix == ".md":
-        found = pdf._sentences_with_instructions(pdf.printed_markdown(path.read_text(encoding="utf-8")))
-        assert not found, f"{path.name} prints instructions: {found}; {how}"
-        return
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    found = pdf.instructions_in_print(nb)
-    assert not found, f"{path.name} prints instructions in cells " + "; ".join(f"{k}: {s!r}" for k, s in found) + \
-        f"; {how}"
-    bare = pdf.unexplained_html_only(nb)
-    assert not bare, f"{path.name}: html-only cells {bare} have no widget with a seqviz.print sentence next to them"
+    instruction kept for the screen has a printed sentence on its figure (`python scripts/pdf.py --check` lists
+    them all)."""
+    problems = pdf.print_problems(path)
+    assert not problems, f"{path.relative_to(ROOT)}: " + "; ".join(problems) + f"; {pdf.HOW}"
+
+
+def test_check_lists_the_problems_and_fails(tmp_path, monkeypatch, capsys):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book" / "page.md").write_text("Hover over a cell.\n", encoding="utf-8")
+    nb = {"cells": [code("w", outputs=[WIDGET]), md("Drag it.", tags=["html-only"])], "metadata": {}}
+    (tmp_path / "notebooks" / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    monkeypatch.setattr(pdf, "ROOT", tmp_path)
+    monkeypatch.setattr(pdf, "book_sources", lambda root=tmp_path: [tmp_path / "notebooks" / "01_x.ipynb",
+                                                                     tmp_path / "book" / "page.md"])
+    assert pdf.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "notebooks/01_x.ipynb: cell 1 is html-only, but no widget" in out
+    assert "book/page.md: prints 'Hover over a cell.'" in out and "2 places break the print convention" in out
+    (tmp_path / "book" / "page.md").write_text("```{only} html\nHover over a cell.\n```\n", encoding="utf-8")
+    nb["cells"][0]["metadata"]["seqviz"] = {"print": "It shows."}
+    (tmp_path / "notebooks" / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    assert pdf.main(["--check"]) == 0
 
 
 # ---- figures, the copy's settings -------------------------------------------------------------------------------
