@@ -8,11 +8,12 @@ The book in DIR (default ``_build/html``; build your own copy with ``jupyter-boo
 served on 127.0.0.1 and opened in Debian's chromium (Playwright, never ``playwright install``), offline. For every
 page and width it prints each **text output** (a printed line, a table, an image) and each **widget** whose content
 is wider than the text column (688 px at a 1,280 px window, about 350 px at 390 px), with the chapter cell it comes
-from (its position among the page's code cells, and its first line of code or of output), and the smallest font any
-widget draws its labels with. A widget may hold a deliberate scroller (overflow auto, ``tabindex="0"`` and an
-accessible name): its box counts, not what scrolls inside it. A text output never may: its reader would have to
-scroll sideways. Exit status 1 when anything is too wide (or, with ``--axe``, when axe finds a critical or serious
-violation).
+from (its position among the page's cells, and its first line of code or of output), and any widget label drawn
+under 10 px. A widget may hold a deliberate scroller (overflow auto, ``tabindex="0"`` and an accessible name): its
+box counts, not what scrolls inside it. It also lists what fits only because the book's CSS wraps it (a printed line
+longer than the column: shorten it) or because it scrolls sideways in a focusable box (a wide table or widget),
+with its full width. Exit status 1 when anything is too wide (or, with ``--axe``, when axe finds a critical or
+serious violation).
 
 A notebook stores each widget's JS when it runs, so a page shows the JS of its last run. ``--current-js`` swaps in
 the package's current widget modules and CSS as the page loads (the built files are not changed): how the page will
@@ -167,26 +168,40 @@ LAYOUT = """() => {
   };
   const items = [];
   const seen = new Set();
-  const add = (e, kind, right) => {
+  const add = (e, kind, right, extra) => {
     const w = Math.round(right - colLeft);
     const text = firstLine(e.innerText).slice(0, 90);
-    items.push(Object.assign({ kind, width: w, column: Math.round(colWidth), over: w > colWidth + 1, text }, where(e)));
+    items.push(Object.assign({ kind, width: w, column: Math.round(colWidth), over: w > colWidth + 1, text }, where(e),
+      extra || {}));
   };
+  // a box inside e that scrolls sideways on purpose and has more than it shows: its full width, else 0
+  const scrolled = (e) => Math.max(0, ...Array.from(e.querySelectorAll("[tabindex='0']"))
+    .filter((b) => deliberate(b) && b.scrollWidth > b.clientWidth + 1)
+    .map((b) => Math.round(b.getBoundingClientRect().left + b.scrollWidth - colLeft)));
   for (const pre of document.querySelectorAll(".cell_output pre, .cell_output .output.text_plain, .cell_output .output.stream")) {
     const p = pre.tagName === "PRE" ? pre : pre.querySelector("pre");
     if (!p || seen.has(p) || !shown(p)) continue;
     seen.add(p);
     const r = p.getBoundingClientRect();
-    add(p, "text", Math.max(r.right, r.left + p.scrollWidth));
+    // how wide its longest line is unwrapped: the book's CSS wraps printed lines, which a chapter should shorten
+    const ws = p.style.whiteSpace;
+    p.style.whiteSpace = "pre";
+    const natural = Math.round(r.left + p.scrollWidth - colLeft);
+    p.style.whiteSpace = ws;
+    add(p, "text", Math.max(r.right, r.left + p.scrollWidth), { natural, wraps: natural > colWidth + 1 });
   }
   for (const o of document.querySelectorAll(".cell_output .output.text_html, .cell_output img")) {
     if (!shown(o) || o.closest(".widget-subarea")) continue;
-    add(o, o.tagName === "IMG" ? "image" : "html", extent(o));
+    const full = scrolled(o);
+    add(o, o.tagName === "IMG" ? "image" : "html", extent(o), { natural: full, scrolls: full > colWidth + 1 });
   }
   const widgets = [];
   for (const sub of document.querySelectorAll(".cell_output .widget-subarea")) {
     if (!shown(sub) || sub.parentElement.closest(".widget-subarea")) continue;
-    for (const c of sub.children) add(c, "widget", extent(c));
+    for (const c of sub.children) {
+      const full = scrolled(c);
+      add(c, "widget", extent(c), { natural: full, scrolls: full > colWidth + 1 });
+    }
   }
   for (const root of document.querySelectorAll(".seqviz")) {
     if (!shown(root)) continue;
@@ -284,14 +299,22 @@ def run_axe(page, context=None) -> list[dict]:
 
 
 def _print_layout(path: str, width: int, m: dict) -> int:
+    """Print what is too wide (an error), and what only fits because it wraps or scrolls (to shorten)."""
     over = [i for i in m["items"] if i["over"]]
     small = [w for w in m["widgets"] if width >= 1280 and w["minFont"] is not None and w["minFont"] < MIN_LABEL_PX]
-    if over or small:
+    soft = [i for i in m["items"] if not i["over"] and (i.get("wraps") or i.get("scrolls"))]
+    if over or small or soft:
         print(f"{path} at {width} px (column {m['column']} px):")
-    for i in over:
+
+    def line(i, what):
         tags = f" [{', '.join(i['tags'])}]" if i["tags"] else ""
         origin = f"code `{i['input']}`" if i["input"] else f"output `{i['text']}`"
-        print(f"  cell {i['cell']}{tags} {i['kind']} {i['width']} px: {origin}")
+        print(f"  cell {i['cell']}{tags} {i['kind']} {what}: {origin}")
+
+    for i in over:
+        line(i, f"{i['width']} px, TOO WIDE")
+    for i in soft:
+        line(i, f"{i['natural']} px, {'wraps' if i.get('wraps') else 'scrolls sideways'}")
     for w in small:
         print(f"  cell {w['cell']} widget {w['kind']}: smallest label {w['minFont']} px (< {MIN_LABEL_PX} px)")
     return len(over) + len(small)
@@ -334,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                     results[f"{path}@{width}"] = m
                     n = _print_layout(path, width, m)
                     totals[width] += sum(i["over"] for i in m["items"])
+                    totals[(width, "soft")] += sum(bool(i.get("wraps") or i.get("scrolls")) and not i["over"]
+                                                   for i in m["items"])
                     bad += n
                 ctx.close()
         browser.close()
@@ -345,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  none")
     else:
         for width in widths:
-            print(f"{totals[width]} outputs or widgets wider than the column at {width} px")
+            print(f"{totals[width]} outputs or widgets wider than the column at {width} px; "
+                  f"{totals[(width, 'soft')]} more fit only because they wrap or scroll sideways")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 1 if bad else 0

@@ -76,5 +76,5 @@ MAIN_CONTROL = {
     "next-token": ("input.sv-temperature", ["ArrowLeft", "ArrowLeft", "ArrowLeft"], "temperature"),
     "steps-we": ("button.sv-choice[aria-checked=true]", ["ArrowRight"], "query"),
     "steps-chars": ("button.sv-choice[aria-checked=true]", ["End"], "query"),
-    "beam": ("input.sv-step", ["ArrowRight"], "step"),
+    "beam": ("input.sv-step", ["ArrowLeft"], "step"),
 }

@@ -82,8 +82,7 @@ function slider(text, cls, min, max, step) {
   const input = h("input", cls);
   input.type = "range";
   input.min = String(min); input.max = String(max); input.step = String(step);
-  input.setAttribute("aria-label", text);
-  pageKeys(input);
+  input.setAttribute("aria-label", text); // the browser steps it by the arrows, Page Up/Down, Home and End
   const value = h("span", "sv-value");
   value.setAttribute("aria-hidden", "true"); // the slider announces it itself (aria-valuetext)
   return { label: labelled(`${text} `, input, value), input, value };
@@ -235,7 +234,6 @@ function choiceRow(name, items, title, pick) {
   const el = h("div", "sv-choices");
   el.setAttribute("role", "radiogroup");
   el.setAttribute("aria-label", name);
-  let chosen = 0;
   const buttons = items.map((text, i) => {
     const b = h("button", "sv-choice sv-tok-inline", text);
     b.type = "button";
@@ -263,25 +261,9 @@ function choiceRow(name, items, title, pick) {
       b.classList.toggle("sv-current", on);
       b.tabIndex = on ? 0 : -1;
     });
-    chosen = i;
   };
   select(0);
-  return { el, buttons, select, chosen: () => chosen };
-}
-
-// Keyboard steps of a range slider the way every platform has them: arrows by one step, Page Up/Down by a tenth of
-// the range (at least one step), Home/End to the ends. The browser does arrows, Home and End itself; Page Up/Down
-// are not everywhere the same, so the slider does them here and reports an "input" like a drag.
-function pageKeys(input) {
-  input.addEventListener("keydown", (ev) => {
-    if (ev.key !== "PageUp" && ev.key !== "PageDown") return;
-    ev.preventDefault();
-    const lo = parseFloat(input.min), hi = parseFloat(input.max), step = parseFloat(input.step) || 1;
-    const jump = Math.max(step, Math.round((hi - lo) / 10 / step) * step);
-    const v = parseFloat(input.value) + (ev.key === "PageUp" ? jump : -jump);
-    input.value = String(Math.max(lo, Math.min(hi, v)));
-    input.dispatchEvent(new Event("input", { bubbles: true }));
-  });
+  return { el, buttons, select };
 }
 
 // Draw `img` (one ImageData pixel per matrix cell) onto `canvas` scaled to wPx x hPx, without smoothing unless asked

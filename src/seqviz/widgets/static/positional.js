@@ -77,6 +77,8 @@ function render({ model, el }) {
   dimsInput.size = 14;
   const pIn = h("input", "sv-pos-p"), qIn = h("input", "sv-pos-q");
   for (const e of [pIn, qIn]) { e.type = "number"; e.min = "0"; e.step = "1"; e.style.width = "4.5em"; }
+  pIn.setAttribute("aria-label", "compare position p"); // one <label> names only its first input
+  qIn.setAttribute("aria-label", "with position q");
   controls.append(dS.label, nS.label, bS.label, labelled("dimensions ", dimsInput),
     labelled("compare positions ", pIn, " and ", qIn));
   const note = h("div", "sv-note");

@@ -1,0 +1,74 @@
+"""axe-core (pinned in package.json, injected from node_modules, offline) finds no critical and no serious WCAG 2.0/2.1
+A or AA violation (tags wcag2a, wcag2aa, wcag21a, wcag21aa) on any page of the built book, nor on any of the package's
+widgets after a reader has changed its main control by keyboard (issue 33). axe cannot see inside a canvas: the
+widgets' text alternatives and keyboard use are tested in test_keyboard.py."""
+from __future__ import annotations
+
+import pytest
+
+from gallery import MAIN_CONTROL, widgets
+from svbrowser import layout, reading_pages, show_gallery
+
+PAGES = reading_pages()
+BLOCKING = ("critical", "serious")
+
+
+def blocking(violations: list[dict]) -> list[str]:
+    return [f"{v['id']} ({v['impact']}, {len(v['nodes'])}x): {v['help']}; first: {v['nodes'][0]['target']} "
+            f"{v['nodes'][0]['html']}" for v in violations if v["impact"] in BLOCKING]
+
+
+def test_axe_is_the_pinned_one_and_runs_offline(open_page):
+    import json
+
+    pinned = json.loads((layout.ROOT / "package.json").read_text())
+    deps = {**pinned.get("dependencies", {}), **pinned.get("devDependencies", {})}
+    installed = json.loads((layout.AXE.parent / "package.json").read_text())["version"]
+    assert deps.get("axe-core", "").lstrip("^~=") == installed, (deps.get("axe-core"), installed)
+    page, log = open_page("book/intro.html")
+    layout.run_axe(page)
+    assert page.evaluate("() => axe.version") == installed and log.external == []
+
+
+def test_axe_finds_a_planted_violation(open_page):
+    """The audit is live: an image without alt text and low-contrast text are found."""
+    page, _ = open_page("book/notation.html")
+    page.evaluate("""() => { const a = document.querySelector('article');
+        a.insertAdjacentHTML('afterbegin', '<img src="data:," id="sv-planted"><p id="sv-grey" style="color:#bbb">faint</p>'); }""")
+    found = {v["id"] for v in layout.run_axe(page)}
+    assert {"image-alt", "color-contrast"} <= found
+
+
+@pytest.mark.parametrize("path", PAGES or ["(book not built: run `make book`)"])
+def test_no_critical_or_serious_violation_on_any_page(open_page, path):
+    page, log = open_page(path)
+    problems = blocking(layout.run_axe(page))
+    assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+    assert log.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_critical_or_serious_violation_in_any_widget_after_a_change(open_page, width):
+    page, log = open_page("book/notation.html", width=width)
+    made = widgets()
+    show_gallery(page, made)
+    roots = page.locator(".seqviz")
+    problems = []
+    for k, name in enumerate(made):
+        selector, keys, attr = MAIN_CONTROL[name]
+        root = roots.nth(k)
+        before = root.get_attribute(f"data-{attr_name(attr)}")
+        root.locator(selector).first.focus()
+        for key in keys:
+            page.keyboard.press(key)
+        page.wait_for_timeout(50)
+        assert root.get_attribute(f"data-{attr_name(attr)}") != before, f"{name}: {keys} changed nothing"
+        root.evaluate("(e, k) => e.setAttribute('data-audit', k)", str(k))
+        problems += [f"{name}: {p}" for p in blocking(layout.run_axe(page, f'.seqviz[data-audit="{k}"]'))]
+    assert not problems, "\n".join(problems)
+    assert log.errors == []
+
+
+def attr_name(camel: str) -> str:
+    """dataset name -> attribute name (dModel -> d-model)."""
+    return "".join("-" + c.lower() if c.isupper() else c for c in camel)
