@@ -156,3 +156,18 @@ def test_positional_curves_differ_by_colour_blind_safe_colour_and_by_dash():
     assert len(dashes) == 6  # no two curves told apart by colour alone
     assert len(set(map(str, DASHES))) == len(DASHES) == len(OKABE_ITO)
     assert all(t.get_fontsize() >= 8 for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels())
+
+
+def test_beam_tree_figure_prints_8pt_labels_and_marks_pruned_nodes_by_line_too():
+    from seqviz.decode import beam_search
+    from seqviz.widgets import BeamTree
+    from seqviz.worked_examples import SeedBeamScorer
+
+    toy = SeedBeamScorer()
+    _, trace = beam_search(toy.next_token_logits, [toy.bos], 3, 6, stop_id=toy.eos, trace=True, with_greedy=True)
+    ax = BeamTree(trace, toy, step=4).to_figure().axes[0]
+    assert min(t.get_fontsize() for t in ax.texts) >= 8
+    assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 8
+    pruned = [t for t in ax.texts if to_hex(t.get_color()) == "#595959"]
+    assert pruned and all(t.get_bbox_patch().get_linestyle() == ":" for t in pruned)
+    assert "pruned (dotted)" in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -352,12 +352,12 @@ class BeamTree(anywidget.AnyWidget):
             st = int(d.status[n])
             score = d.score(n, self.alpha) if self.normalise else float(d.logprob[n])
             label = plain(d.labels[n])[:14] + ("" if n == 0 else f"  {score:.2f}")
-            ax.text(d.step[n], row[n], label, ha="center", va="center", fontsize=7.5, zorder=3,
-                    color="#777777" if st == PRUNED else "black",
+            ax.text(d.step[n], row[n], label, ha="center", va="center", fontsize=8, zorder=3,
+                    color="#595959" if st == PRUNED else "black",  # 7:1 on white: pruned reads, dimmed
                     bbox=dict(boxstyle="round,pad=0.25", lw=1.6 if n in on_greedy else 0.8,
                               fc="#eef1f8" if st == KEPT else "#e5f5e0" if st == FINISHED else "white",
                               ec="#e4572e" if n in on_greedy else colours[st],
-                              ls="--" if st == GREEDY_ONLY else "-", alpha=0.5 if st == PRUNED else 1.0))
+                              ls="--" if st == GREEDY_ONLY else ":" if st == PRUNED else "-"))  # not colour alone
         ax.set_xlim(-0.5, t + 0.5)
         ax.set_ylim(rows - 0.5, -0.8)
         ax.set_xticks(range(t + 1), ["prompt"] + [f"step {s}" for s in range(1, t + 1)], fontsize=8)
@@ -365,10 +365,10 @@ class BeamTree(anywidget.AnyWidget):
         for side in ("left", "right", "top"):
             ax.spines[side].set_visible(False)
         score = f"log P / N^{self.alpha:g}" if self.normalise else "log P"
-        handles = [Line2D([], [], color=colours[k], lw=2, label=lab) for k, lab in
-                   ((KEPT, "kept"), (PRUNED, "pruned"), (FINISHED, "finished"))]
+        handles = [Line2D([], [], color=colours[k], lw=2, ls=ls, label=lab) for k, lab, ls in
+                   ((KEPT, "kept", "-"), (PRUNED, "pruned (dotted)", ":"), (FINISHED, "finished", "-"))]
         handles.append(Line2D([], [], color="#e4572e", lw=2, ls="--", label="greedy"))
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.06 - 0.6 / (1.0 + 0.28 * rows)),
-                  fontsize=7, frameon=False, ncol=4)
+                  fontsize=8, frameon=False, ncol=4)
         ax.set_title(self.title or f"beam of {self._trace.beam_size}, nodes labelled with {score}", fontsize=9)
         return fig
