@@ -21,7 +21,8 @@ tree:
      ``book/figures/make_figures.py`` functions, and the copies' ``figures/NAME.svg`` references -> ``NAME.pdf``;
    - a page the book executes at build time (``mystnb.execution_mode: force``: book/measured.ipynb) is executed here
      first, from the repository root, and then treated like the others;
-3. build (``--check`` instead lists what breaks the print convention below), copy the PDF to ``_build/pdf/seqviz.pdf``, and write ``_build/pdf/seqviz.json``: what was replaced, the
+3. build (``--check`` instead lists what breaks the print convention below), copy the PDF to
+   ``_build/pdf/seqviz.pdf``, and write ``_build/pdf/seqviz.json``: what was replaced, the
    smallest printed label of every widget figure, and the LaTeX log's overfull boxes inside tables
    (:func:`overfull_in_tables`); tests/test_pdf.py reads it.
 
@@ -130,7 +131,8 @@ def has_widget(cell: dict) -> bool:
     return any(VIEW in o.get("data", {}) for o in cell.get("outputs", []))
 
 
-ONLY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{only\}[ \t]*(?P<expr>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
+ONLY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{only\}[ \t]*(?P<expr>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                  re.M | re.S)
 
 
 def printed_markdown(text: str) -> str:
@@ -165,7 +167,8 @@ def unexplained_html_only(nb: dict) -> list[int]:
             continue
         near = [j for d in (-1, 1) for j in (k + d, k + 2 * d) if 0 <= j < len(cells)]
         near = [j for j in near if abs(j - k) == 1 or cells[(j + k) // 2].get("cell_type") == "markdown"]
-        if not any(has_widget(cells[j]) and print_sentence(cells[j]) for j in near if cells[j]["cell_type"] == "code"):
+        if not any(cells[j]["cell_type"] == "code" and has_widget(cells[j]) and print_sentence(cells[j])
+                   for j in near):
             bad.append(k)
     return bad
 
@@ -180,7 +183,8 @@ def print_problems(path: Path) -> list[str]:
     """What breaks the print convention in one page: instructions print would show, and ``html-only`` cells with no
     widget carrying a ``seqviz.print`` sentence next to them."""
     if path.suffix == ".md":
-        return [f"prints {s!r}" for s in _sentences_with_instructions(printed_markdown(path.read_text(encoding="utf-8")))]
+        text = printed_markdown(path.read_text(encoding="utf-8"))
+        return [f"prints {s!r}" for s in _sentences_with_instructions(text)]
     nb = json.loads(path.read_text(encoding="utf-8"))
     return ([f"cell {k} prints {s!r}" for k, s in instructions_in_print(nb)]
             + [f"cell {k} is html-only, but no widget next to it has a seqviz.print sentence"

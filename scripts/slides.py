@@ -7,11 +7,12 @@
 **The rule that makes a chapter into slides** (:func:`plan`; one idea per slide, the prose in the speaker notes):
 
 1. *Which cells.* Everything before the ``## Exercises`` heading. Left out, as the book leaves them out: cells tagged
-   ``remove-cell`` or ``hide-cell``, check cells (``pdf.is_check_cell``: first line ``# checked``, only ``assert``
-   statements, or a hidden cell that asserts), the set-up code before the first section, empty cells; the input of
-   cells tagged ``remove-input``/``hide-input`` and the outputs of cells tagged ``remove-output``/``hide-output``;
-   stderr and progress bars (a code cell left with nothing to show but long code goes to the notes). An author can override a cell with a tag ``slideshow-slide``, ``slideshow--`` (join the slide before),
-   ``slideshow-notes`` or ``slideshow-skip``.
+   ``remove-cell`` or ``hide-cell``, check cells (``pdf.is_check_cell``: first line ``# checked`` or an ``assert``,
+   only ``assert`` statements, or a hidden cell that asserts), the set-up code before the first section, empty
+   cells; the input of cells tagged ``remove-input``/``hide-input`` and the outputs of cells tagged
+   ``remove-output``/``hide-output``; stderr and progress bars (a code cell left with nothing to show but long code
+   goes to the notes). An author can override a cell with a tag ``slideshow-slide``, ``slideshow--`` (join the
+   slide before), ``slideshow-notes`` or ``slideshow-skip``.
 2. *Headings make slides.* Each ``#``, ``##`` and ``###`` heading starts a slide titled with it (a cell holding
    several headings gives several slides). The slide shows the heading, the *lead* of its first paragraph (a bold
    lead such as ``**Teacher forcing.**`` if the paragraph opens with one, else its first sentence), and the cell's
@@ -39,6 +40,13 @@ drawn 1.6 times its size, so a widget's 10 px labels read at 16 px, as its 688 p
 notes (press S) come from reveal's notes plugin. Citations are rendered from book/references.bib in the book's
 author-year style ("[Vaswani et al., 2017]", {cite:t} "Vaswani et al. [2017]").
 
+**What a chapter author writes** (usually nothing more than the book needs): a ``##`` or ``###`` heading where a
+slide should start; a first sentence (or a bold lead, ``**Teacher forcing.** ...``) that states the slide's idea;
+equations as ``$$ ... \\tag{9.22} $$`` and figures as ``{figure}``, which the slide shows; interaction instructions
+in a markdown cell tagged ``html-only`` and the widget cell's ``"seqviz": {"print": "..."}`` sentence
+(scripts/pdf.py), which go to the notes; a ``slideshow-...`` tag where the rule chooses badly. Then ``python scripts/slides.py --set
+notebooks/NN_name.ipynb`` (tests/test_slides.py fails until the stored metadata is current).
+
 **Live mode (RISE).** ``--set`` writes each cell's ``metadata.slideshow.slide_type`` from the same rule, so
 jupyterlab-rise (``make lab``, Alt+R) presents the running notebook with the same slides: ``slide`` for a cell that
 starts a slide in the static deck, ``notes`` for a cell whose text goes to its notes, ``skip`` for a cell left out
@@ -50,8 +58,8 @@ jupyterlab-rise 0.43.1 does not render ipywidgets 8 widgets (jupyterlab-contrib/
 notebook view or the static deck.
 
 The static decks need `npm ci` (reveal.js, pinned in package.json) and the book's vendored widget JS
-(`scripts/vendor_js.py`, `make vendor`); the pages load both by relative paths (OUTDIR/reveal.js/ and OUTDIR/../vendor/)
-and request nothing off the machine.
+(`scripts/vendor_js.py`, `make vendor`); the pages load both by relative paths (OUTDIR/reveal.js/ and
+OUTDIR/../vendor/) and request nothing off the machine.
 """
 from __future__ import annotations
 
@@ -501,7 +509,9 @@ def _output_block(out: dict, models: dict) -> Block | None:
     data = out.get("data", {})
     if out.get("output_type") == "stream":
         text = _text(out.get("text"))
-        return Block("output", out, MONO_LINE * _lines_of(text.rstrip("\n"), MONO_CHARS) + 14) if text.strip() else None
+        if not text.strip():
+            return None
+        return Block("output", out, MONO_LINE * _lines_of(text.rstrip("\n"), MONO_CHARS) + 14)
     if VIEW in data:
         model = models.get(data[VIEW].get("model_id"))  # a view with no saved state draws nothing
         return Block("output", out, 0, flexible=True, alone=True) if model and not _progress_bar(model, models) \
@@ -725,7 +735,8 @@ def render_output(out: dict) -> str:
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             alt = html.escape(_text(data.get("text/plain", "")).strip("<>"), quote=True)
-            return f'<div class="sv-figure"><img src="data:{mime};base64,{_text(data[mime]).strip()}" alt="{alt}"></div>'
+            src = f"data:{mime};base64,{_text(data[mime]).strip()}"
+            return f'<div class="sv-figure"><img src="{src}" alt="{alt}"></div>'
     if "text/html" in data:
         return f'<div class="sv-html">{_text(data["text/html"])}</div>'
     if "text/markdown" in data:
@@ -861,7 +872,9 @@ function fit(slide) {{
     pre.style.fontSize = ""; pre.style.whiteSpace = ""; pre.style.overflowWrap = "";
     var size = parseFloat(getComputedStyle(pre).fontSize), least = size * 0.8;
     while (pre.scrollWidth > pre.clientWidth + 1 && size > least) {{ size -= 0.5; pre.style.fontSize = size + "px"; }}
-    if (pre.scrollWidth > pre.clientWidth + 1) {{ pre.style.whiteSpace = "pre-wrap"; pre.style.overflowWrap = "anywhere"; }}
+    if (pre.scrollWidth > pre.clientWidth + 1) {{
+      pre.style.whiteSpace = "pre-wrap"; pre.style.overflowWrap = "anywhere";
+    }}
   }});
   // a widget keeps its size (its labels are read at 16 px and more); one taller than the slide scrolls in its box
   if (slide.classList.contains("sv-has-widget")) {{ slide.setAttribute("data-fit", "1.000"); return; }}

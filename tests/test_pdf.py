@@ -33,13 +33,14 @@ built = pytest.mark.skipif(not PDF.is_file(), reason=f"no {PDF.relative_to(ROOT)
 
 
 # ---- tables -----------------------------------------------------------------------------------------------------
-WIDE_ROW = pdf.Table(["model", "train_pairs", "test_pairs", "passes", "best_pass", "valid_loss", "valid_loss_per_pass",
-                      "bleu_greedy", "bleu_beam5", "steps", "train_cpu_s", "train_wall_s", "parameters"],
+WIDE_ROW = pdf.Table(["model", "train_pairs", "test_pairs", "passes", "best_pass", "valid_loss",
+                      "valid_loss_per_pass", "bleu_greedy", "bleu_beam5", "steps", "train_cpu_s", "train_wall_s", "parameters"],
                      [["GRU with attention, the translator's pairs", "175,869", "591", "3", "3", "3.98",
                        "4.42, 4.07, 3.98", "2.68", "3.56", "8,244", "2,288", "2,295", "3,719,435"]])
 MACHINE = pdf.Table(["", "value"], [["date", "2026-11-27T04:02:53+00:00"], ["cpu", "Intel(R) Xeon(R) Processor"],
                                     ["sha256", "cfe9934146ae7a916b4d3a92422ab304ca5ec42751f58c70f12a0099a129307d"],
-                                    ["command", "python bench/bench_translator.py gru-data --threads 1 --gru-passes 3"]])
+                                    ["command",
+                                     "python bench/bench_translator.py gru-data --threads 1 --gru-passes 3"]])
 
 
 def _pieces_fit(part: pdf.Table, widths: list[float]) -> bool:
@@ -74,7 +75,8 @@ def test_a_wide_long_table_is_split_into_column_groups_that_repeat_its_first_col
 
 
 def test_long_words_get_break_points_and_numbers_and_times_hold_together():
-    assert max(map(len, pdf._cut("cfe9934146ae7a916b4d3a92422ab304ca5ec42751f58c70f12a0099a129307d"))) <= pdf.MAX_PIECE
+    sha = "cfe9934146ae7a916b4d3a92422ab304ca5ec42751f58c70f12a0099a129307d"
+    assert max(map(len, pdf._cut(sha))) <= pdf.MAX_PIECE
     assert pdf._cut("valid_loss_per_pass") == ["valid_", "loss_", "per_", "pass"]
     assert pdf._cut("175,869") == ["175,869"] and pdf._cut("06:51:05") == ["06:51:05"]
     assert pdf._cut("bench/bench_lstm.py") == ["bench/", "bench_", "lstm.py"]
@@ -353,7 +355,8 @@ def test_every_widget_is_a_figure(reader, report):
 def test_every_table_fits_its_page(report):
     """No table makes TeX report an overfull line (more than 1 pt past its column or the text width)."""
     assert report["tables"] >= 50, report["tables"]  # 94 when measured
-    assert report["overfull_in_tables"] == [], f"overfull boxes in tables (pt, .tex line): {report['overfull_in_tables']}"
+    assert report["overfull_in_tables"] == [], \
+        f"overfull boxes in tables (pt, .tex line): {report['overfull_in_tables']}"
     assert report["textwidth_pt"] == pytest.approx(pdf.LINEWIDTH_PT, abs=0.01), "pdf.LINEWIDTH_PT is not the book's"
 
 

@@ -189,7 +189,8 @@ def test_myst_is_rewritten_for_the_slides(tmp_path):
             "{doc}`the data page <../book/data>` and [chapter 3](03_rnn.ipynb#sec) and [Data](../book/data.md).\n\n"
             "```{literalinclude} ../src/mod.py\n:pyobject: A.f\n```\n\n"
             "```{figure} ../fig.svg\n:alt: a <figure>\n\nThe caption.\n```\n\n"
-            "```{dropdown} Answer 1\nThree.\n```\n\n```{only} html\nOn screen.\n```\n\n```{only} latex\nOn paper.\n```")
+            "```{dropdown} Answer 1\nThree.\n```\n\n```{only} html\nOn screen.\n```\n\n"
+            "```{only} latex\nOn paper.\n```")
     out = slides.myst_to_markdown(text, tmp_path / "notebooks", figures)
     assert "[Bahdanau et al., 2015, Luong et al., 2015]" in out and "Vaswani et al. [2017]" in out
     assert "the data page" in out and "{doc}" not in out and "{cite" not in out

@@ -79,9 +79,11 @@ MEASURE = """() => {
       if (deliberate && (holder.scrollHeight > holder.clientHeight + 1 || holder.scrollWidth > holder.clientWidth + 1))
         scrolls.add(holder);
       const by = within(r, holder.getBoundingClientRect());
-      if (!deliberate && by > 1.5) cut.push(`${name()} ${by.toFixed(0)} px outside ${holder.tagName.toLowerCase()}.${String(holder.className).split(" ")[0]}`);
+      const where = `${holder.tagName.toLowerCase()}.${String(holder.className).split(" ")[0]}`;
+      if (!deliberate && by > 1.5) cut.push(`${name()} ${by.toFixed(0)} px outside ${where}`);
     }
-    if (el.tagName === "PRE" && el.scrollWidth > el.clientWidth + 1) cut.push(`${name()}: a line ${el.scrollWidth - el.clientWidth} px too long`);
+    if (el.tagName === "PRE" && el.scrollWidth > el.clientWidth + 1)
+      cut.push(`${name()}: a line ${el.scrollWidth - el.clientWidth} px too long`);
   }
   let widget_px = Infinity, widget_text = "";
   for (const w of slide.querySelectorAll(".seqviz")) {
@@ -113,8 +115,9 @@ MEASURE = """() => {
   const notes = slide.querySelector("aside.notes");
   const text = Array.from(slide.children).filter(e => !e.matches("aside.notes")).map(e => e.innerText).join("\\n");
   return { index: Reveal.getSlidePastCount(), total: Reveal.getTotalSlides(), indices: Reveal.getIndices(),
-           past_box, past_window, cut, scrollers: scrolls.size, widget_px: widget_px === Infinity ? null : widget_px, widget_text,
-           text, notes: notes ? notes.textContent.trim().length : 0, widgets: slide.querySelectorAll(".seqviz").length,
+           past_box, past_window, cut, scrollers: scrolls.size, widget_text,
+           widget_px: widget_px === Infinity ? null : widget_px, text,
+           notes: notes ? notes.textContent.trim().length : 0, widgets: slide.querySelectorAll(".seqviz").length,
            fit: slide.getAttribute("data-fit"), title: (slide.querySelector(".sv-title") || {}).textContent || "" };
 }"""
 
@@ -227,7 +230,8 @@ def test_a_widget_on_a_slide_is_drawn_and_reacts(deck):
     # the widget JS came from the book's own vendor/ folder and reveal.js from the slides' own copy
     paths = {r.split("?")[0].split("/", 3)[-1] for r in log.requests if r.startswith("http")}
     for needed in ("vendor/require.js", "vendor/seqviz-offline.js", "vendor/html-manager/embed-amd.js",
-                   "vendor/anywidget/index.js", "slides/reveal.js/dist/reveal.js", "slides/reveal.js/plugin/notes/notes.js"):
+                   "vendor/anywidget/index.js", "slides/reveal.js/dist/reveal.js",
+                   "slides/reveal.js/plugin/notes/notes.js"):
         assert needed in paths, f"{needed} was not loaded from the book (requests: {sorted(paths)})"
 
     _go_to(page, ".sv-pos canvas")
