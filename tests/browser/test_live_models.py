@@ -335,6 +335,40 @@ def test_each_model_loads_once_and_is_shared(live):
     assert all(is_loopback(u) for u in log.requests) and not log.external
 
 
+def test_the_runtime_runs_from_a_url_per_file_where_no_folder_is_served(browser, live_url, live):
+    """As where the page gets each file as bytes (JupyterLab): every file handed over as a blob: URL, no folder."""
+    want = live("""async (live) => {
+      const m = await live.loadModel("dates");
+      return (await m.greedy(m.encode("03-MAR-99").ids)).ids;
+    }""")
+    page, log = open_live(browser, live_url)
+    try:
+        got = page.evaluate("""async () => {
+          const blob = async (path) => URL.createObjectURL(await (await fetch(path)).blob());
+          const manifest = await (await fetch("vendor/live/models/manifest.json")).json();
+          const files = { "manifest.json": await blob("vendor/live/models/manifest.json") };
+          for (const f of Object.values(manifest.models.dates.files)) {
+            files[f.file] = await blob("vendor/live/models/" + f.file);
+          }
+          for (const f of ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]) {
+            files[f] = await blob("vendor/onnxruntime-web/" + f);
+          }
+          delete globalThis.__seqvizLive1;         // a page that never configured the runtime (nothing loaded yet)
+          const fresh = await import(await blob("vendor/live/live.js"));
+          let refused = null;
+          try { fresh.configureLive({}); } catch (e) { refused = e.message; }
+          fresh.configureLive({ files });
+          const m = await fresh.loadModel("dates");
+          return { refused, ids: (await m.greedy(m.encode("03-MAR-99").ids)).ids };
+        }""")
+        assert got["ids"] == want and not log.errors and not log.external
+        assert got["refused"] == ("configureLive needs the folders {ort, models} of onnxruntime-web and of the "
+                                  "export, or files: {name: URL}; nothing says where ort.wasm.min.mjs, "
+                                  "ort-wasm-simd-threaded.mjs, ort-wasm-simd-threaded.wasm, manifest.json is")
+    finally:
+        page.context.close()
+
+
 def test_sampling_repeats_on_a_fresh_page(browser, live_url, live):
     run = """async (live) => {
       const m = await live.loadModel("char_lm");

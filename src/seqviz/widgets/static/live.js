@@ -4,6 +4,7 @@
 // live.js); it uses that file's generate and beamSearch.
 //
 //   configureLive({ort, models})   where onnxruntime-web's files and the export (manifest.json, *.onnx) are served
+//                                  (or {files: {name: URL}}, one URL per file, e.g. blob: URLs)
 //   loadModel(name)                "char_lm", "char_lstm" or "dates": fetched, checked and started once per page and
 //                                  shared by every caller (the cache lives on globalThis, so two copies of this
 //                                  module share it too); nothing loads before the first call
@@ -14,8 +15,8 @@
 // can drop; text longer than the context is cropped and `notes` says so). Arrays are flat, row-major Float32Arrays
 // with their shape beside them, as the widgets' buffers are.
 // Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharModel,
-// CharLM, CharLSTM, EncoderDecoder (and the helpers liveConfig, fetchChecked, LiveGraph, shown, checkIds,
-// vocabulary, rowsAt, LIVE, LIVE_FORMAT).
+// CharLM, CharLSTM, EncoderDecoder (and the helpers liveConfig, liveUrl, fetchChecked, LiveGraph, shown, checkIds,
+// vocabulary, rowsAt, LIVE, LIVE_FORMAT, ORT_FILES).
 
 const LIVE_FORMAT = 1; // the manifest format this runtime reads (seqviz.live.export.FORMAT)
 const LIVE = globalThis.__seqvizLive1 || (globalThis.__seqvizLive1 = {
@@ -30,22 +31,29 @@ class LiveInputError extends Error {
   }
 }
 
-// Where the runtime and the models are: `ort` the folder of ort.wasm.min.mjs and its .wasm, `models` the folder of
-// manifest.json (URLs, or paths relative to the page). The first configuration holds for the page; another one
-// after loading began is refused, since every widget shares what was loaded.
-function configureLive({ ort, models, threads = 1 } = {}) {
-  if (!ort || !models) {
-    throw new TypeError("configureLive needs {ort, models}: the folders of onnxruntime-web and of the export");
-  }
+// Where the runtime and the models are: `ort` the folder of onnxruntime-web's files (ORT_FILES), `models` the folder
+// of the export (manifest.json and the .onnx files it names), as URLs or paths relative to the page; `files` gives
+// any of those files a URL of its own instead (e.g. blob: URLs where no folder is served). The first configuration
+// holds for the page; another one after loading began is refused, since every widget shares what was loaded.
+const ORT_FILES = ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"];
+
+function configureLive({ ort = null, models = null, files = {}, threads = 1 } = {}) {
   const folder = (u) => {
+    if (u === null) return null;
     const url = new URL(u, document.baseURI);
     if (!url.pathname.endsWith("/")) url.pathname += "/";
     return url.href;
   };
-  const config = { ort: folder(ort), models: folder(models), threads };
-  const old = LIVE.config;
-  if (old && (old.ort !== config.ort || old.models !== config.models) && (LIVE.runtime || LIVE.manifest)) {
-    throw new Error(`the live models already load from ${old.models} (runtime ${old.ort}); one page uses one copy`);
+  const missing = [...ORT_FILES.filter((f) => !ort && !files[f]), ...(!models && !files["manifest.json"]
+    ? ["manifest.json"] : [])];
+  if (missing.length) {
+    throw new TypeError(`configureLive needs the folders {ort, models} of onnxruntime-web and of the export, or ` +
+      `files: {name: URL}; nothing says where ${missing.join(", ")} is`);
+  }
+  const config = { ort: folder(ort), models: folder(models), files: { ...files }, threads };
+  if (LIVE.config && JSON.stringify(LIVE.config) !== JSON.stringify(config) && (LIVE.runtime || LIVE.manifest)) {
+    throw new Error(`the live models already load from ${LIVE.config.models || "the files given"}; one page uses ` +
+      "one copy");
   }
   LIVE.config = config;
   return config;
@@ -56,20 +64,29 @@ function liveConfig() {
   return LIVE.config;
 }
 
-// onnxruntime-web's WebAssembly build, imported once from the book's own copy (its .wasm is fetched from the same
-// folder when the first model starts).
+// The URL of one file of the runtime (kind "ort") or of the export ("models").
+function liveUrl(kind, name) {
+  const cfg = liveConfig();
+  if (cfg.files[name]) return cfg.files[name];
+  if (!cfg[kind]) throw new Error(`no URL for ${name}: configureLive was given neither the ${kind} folder nor it`);
+  return cfg[kind] + name;
+}
+
+// onnxruntime-web's WebAssembly build, imported once from the book's own copy (its loader and .wasm are fetched when
+// the first model starts).
 function loadRuntime() {
   const cfg = liveConfig();
   if (!LIVE.runtime) {
-    LIVE.runtime = import(cfg.ort + "ort.wasm.min.mjs").then((ort) => {
-      ort.env.wasm.wasmPaths = cfg.ort;
+    const url = liveUrl("ort", ORT_FILES[0]);
+    LIVE.runtime = import(url).then((ort) => {
+      ort.env.wasm.wasmPaths = { mjs: liveUrl("ort", ORT_FILES[1]), wasm: liveUrl("ort", ORT_FILES[2]) };
       ort.env.wasm.numThreads = cfg.threads; // more threads need cross-origin isolation; two gave no speed-up here
       ort.env.wasm.proxy = false;
       ort.env.logLevel = "error";
       return ort;
     }, (err) => {
       LIVE.runtime = null;
-      throw new Error(`could not load onnxruntime-web from ${cfg.ort}ort.wasm.min.mjs: ${err.message}`);
+      throw new Error(`could not load onnxruntime-web from ${url}: ${err.message}`);
     });
   }
   return LIVE.runtime;
@@ -88,9 +105,8 @@ async function fetchChecked(url, what) {
 
 // The export's manifest.json: per model its files, vocabularies and sizes.
 function loadManifest() {
-  const cfg = liveConfig();
   if (!LIVE.manifest) {
-    LIVE.manifest = fetchChecked(cfg.models + "manifest.json", "the live-model manifest")
+    LIVE.manifest = fetchChecked(liveUrl("models", "manifest.json"), "the live-model manifest")
       .then((r) => r.json())
       .then((m) => {
         if (m.format !== LIVE_FORMAT) {
@@ -142,7 +158,7 @@ function loadModel(name) {
       }
       const graphs = {};
       for (const [role, f] of Object.entries(entry.files)) {
-        const url = liveConfig().models + f.file;
+        const url = liveUrl("models", f.file);
         const bytes = new Uint8Array(await (await fetchChecked(url, `the ${name} model`)).arrayBuffer());
         if (bytes.length !== f.bytes) {
           throw new Error(`${url} has ${bytes.length} bytes, the manifest says ${f.bytes}: the export is damaged or ` +
