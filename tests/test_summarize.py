@@ -146,6 +146,40 @@ def test_copy_the_first_words_is_learned(copy_model):
     assert np.mean([g == s for g, (_, s) in zip(beam, test)]) >= 0.9
 
 
+def test_evaluate_rouge_shows_its_bar_through_seqviz_progress(monkeypatch):
+    """The bar is the package's (its stored text reads as finished), counts every article, and only when asked."""
+    from types import SimpleNamespace
+
+    import seqviz.progress
+    from seqviz.summarize import evaluate_rouge
+
+    tok = _IdTokenizer()
+    torch.manual_seed(0)
+    model = TransformerLM(TransformerConfig(len(tok), max_len=24, d_model=16, num_heads=2, num_layers=1)).eval()
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, desc="train", **kw):
+            self.total, self.desc, self.n, self.closed = total, desc, 0, False
+            bars.append(self)
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    spy = Bar
+    monkeypatch.setattr(seqviz.progress, "progress", spy)
+    arts = [SimpleNamespace(body=" ".join(map(str, a)), headline=" ".join(map(str, s))) for a, s in _copy_task(5, 2)]
+    _, heads = evaluate_rouge(model, tok, arts, max_new_tokens=8, progress=True)
+    assert len(bars) == 1 and bars[0].total == bars[0].n == 5 and bars[0].closed
+    assert bars[0].desc == "summarize (greedy)"
+    assert len(heads) == 5
+    evaluate_rouge(model, tok, arts[:2], max_new_tokens=8)
+    assert len(bars) == 1                                                    # progress=False: no bar
+
+
 def test_generation_stops_at_eos_and_at_the_limit(copy_model):
     model, tok = copy_model
     from seqviz.decode import generate

@@ -200,8 +200,14 @@ def evaluate_rouge(model: TransformerLM, tok: SummaryTokenizer, articles, method
                    max_new_tokens: int = MAX_SUMMARY, progress: bool = False,
                    **kw) -> tuple[dict[str, float], list[str]]:
     """ROUGE of the model's headlines for ``articles`` (records with .body and .headline): (scores, headlines)."""
-    from tqdm.auto import tqdm
+    from seqviz.progress import progress as bar
 
-    it = tqdm(articles, desc=f"summarize ({method})", disable=not progress)
-    hyps = [tok.decode(summarize(model, tok, a.body, method, max_new_tokens, **kw)) for a in it]
+    b = bar(len(articles), f"summarize ({method})", unit="article") if progress else None
+    hyps = []
+    for a in articles:
+        hyps.append(tok.decode(summarize(model, tok, a.body, method, max_new_tokens, **kw)))
+        if b is not None:
+            b.update(1)
+    if b is not None:
+        b.close()
     return rouge_corpus([a.headline for a in articles], hyps), hyps
