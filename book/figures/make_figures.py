@@ -704,11 +704,11 @@ def pointer_generator() -> Canvas:
     base = 246
     _bars(c, xs_src, src, base, [a], scale, [copy])
     _bars(c, xs_voc, vocab, base, [p_vocab], scale, [gen])
-    c.text(152, base + 86, "copy: the attention $a^t$ over the source", size=FS - 0.5)
-    c.text(430, base + 86, "generate: $P_{vocab}$ over the fixed vocabulary", size=FS - 0.5)
+    c.text(152, base + 86, "copy: the attention $a_t$ over the source", size=FS - 0.5)
+    c.text(430, base + 86, "generate: $p_{vocab}$ over the fixed vocabulary", size=FS - 0.5)
     # the switch
-    sw = c.box(285, 184, 330, 26, r"$p_{gen} = \sigma(w_{h^*}^\top h^*_t + w_s^\top s_t + w_x^\top x_t + b_{ptr})$"
-               f"  = {p_gen}", role="sigma", size=FS - 0.5)
+    sw = c.box(285, 184, 330, 26, r"$p_{gen} = \sigma(w^\top [h_t; c_t] + b)$" f"  = {p_gen}", role="sigma",
+               size=FS - 0.5)
     c.arrow((100, base - 22), (100, 150), (200, 150), (200, 136), color=blue, lw=1.3)
     c.text(106, 160, r"$\times\,(1 - p_{gen})$", ha="left", size=FS_S + 0.5)
     c.arrow((470, base - 22), (470, 150), (370, 150), (370, 136), color=orange, lw=1.3)
@@ -716,7 +716,7 @@ def pointer_generator() -> Canvas:
     # bottom: the final distribution over the extended vocabulary
     xs_ext = [160 + 46 * k for k in range(6)]
     _bars(c, xs_ext, ext, 38, [gen_part, copy_part], scale, [gen, copy])
-    c.text(285, 122, r"$P(w) = p_{gen}\, P_{vocab}(w) + (1 - p_{gen}) \Sigma_{i:\, w_i = w}\, a^t_i$", size=FS)
+    c.text(285, 122, r"$p(w) = p_{gen}\, p_{vocab}(w) + (1 - p_{gen}) \Sigma_{j:\, x_j = w}\, a_t[j]$", size=FS)
     c.text(xs_ext[-1] + 18, 88, "not in the vocabulary:", ha="left", size=FS_S)
     c.text(xs_ext[-1] + 18, 76, "only copying can write it", ha="left", size=FS_S)
     c.rect(470, 42, 12, 10, **gen)
@@ -839,11 +839,11 @@ FIGURES: list[Figure] = [
            "which has no entry for Argentina. A gate p_gen of 0.2 weighs them: the final distribution is p_gen times "
            "the vocabulary distribution plus 1 minus p_gen times the attention, and gives Argentina 0.64, all of it "
            "copied.",
-           "The pointer-generator's copy mechanism {cite}`see2017get` (no SLP number): "
-           "$p_{gen} = \\sigma(w_{h^*}^\\top h^*_t + w_s^\\top s_t + w_x^\\top x_t + b_{ptr})$ mixes the vocabulary "
-           "distribution with the attention over the source, "
-           "$P(w) = p_{gen} P_{vocab}(w) + (1 - p_{gen}) \\sum_{i: w_i = w} a^t_i$, so a word outside the vocabulary "
-           "can still be written by copying it."),
+           "The pointer-generator's copy mechanism {cite}`see2017get` (no SLP number), as `seqviz.summarize.CopyHead` "
+           "computes it: the switch $p_{gen} = \\sigma(w^\\top [h_t; c_t] + b)$, from the decoder state $h_t$ and the "
+           "copy attention's context $c_t$, mixes the vocabulary distribution with the attention $a_t$ over the "
+           "source, $p(w) = p_{gen}\\, p_{vocab}(w) + (1 - p_{gen}) \\sum_{j: x_j = w} a_t[j]$, so a word outside the "
+           "vocabulary can still be written by copying it."),
 ]
 
 
