@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 BUDGETS_MS = {"load char_lm": 1500, "char_lm 64-character forward + attention": 20, "char_lm 200 characters": 2000,
-              "dates greedy": 50, "dates beam 5": 250}
+              "char_lm 200 characters after a 64-character prompt": 2000,
+              "char_lm 200 characters sampled after a 64-character prompt": 2000, "dates greedy": 50,
+              "dates beam 5": 250}
 PROMPT_64 = "ROMEO.\nBut, soft! what light through yonder window breaks?\nIt is"[-64:]
 SHORT = "ROMEO.\n"
 DATE = "Wednesday the 3rd of March 1999"
