@@ -14,15 +14,16 @@ Rows, in the chapter's order (``kind``):
 - ``selector``: keep/drop compression (Filippova & Altun 2013), the 10-feature regression at k = 5 and at the k best
   on validation, and a token head on the delta LM's pretrained checkpoint (300 steps of 16 leads) at k = 5;
 - ``copy``: word-level models trained from scratch for the same 150 steps (chapter 7's encoder-decoder and SLP's
-  decoder-only δ LM, each with and without the copy head), and the checkpoint ``bbc_copy.pt`` (``make
-  copy-summarizer``: gap-sentence pretraining + 150 fine-tuning steps), greedy, no repeated word, no punctuation,
-  alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior); the guided model also
-  with beam 4 (alpha 1) and with a hard prior, the selector's likeliest name as the headline's first word
-  (``write_headlines(..., name_first=True)``), greedy and beam 4. The checkpoint's rows also carry the validation
-  split's ROUGE-L (``valid_rougeL``), where decoding choices are made.
+  decoder-only δ LM, each with and without the copy head), and the shipped checkpoint ``bbc_copy.pt`` (``make
+  copy-summarizer``; its recipe, read from the file, names its rows), greedy and beam 4 (alpha 1), no repeated word,
+  no punctuation, alone and with bottom-up copy attention (the selector's p(keep) as the copy head's prior), and with
+  a hard prior, the selector's likeliest name as the headline's first word (``write_headlines(...,
+  name_first=True)``). The shipped model's rows also carry the validation split's ROUGE-L (``valid_rougeL``), where
+  decoding choices are made.
 Each model row also has: distinct headlines, the share of headline words not in the article, the article-swap test
 (own vs swapped reference ROUGE-L) and a paired bootstrap (1,000 resamples of the test articles) of its ROUGE-L minus
-lead-5's (no <unk> count: decoding bars <unk>). Training time is the process's CPU time on one thread.
+lead-5's (no <unk> count: decoding bars <unk>). Training time is the process's CPU time on one thread. Top-level
+blocks of the recorded file that a run does not produce (another mode's) are kept as they are.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_results  # noqa: E402
+from _results import read_results, write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
@@ -133,12 +134,15 @@ def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> 
                             lead, steps=steps, train_cpu_s=round(cpu, 1),
                             parameters=sum(p.numel() for p in model.parameters())))
     model, tok, info = load_copy_summarizer() if checkpoint is None else load_copy_summarizer(checkpoint, None)
+    shipped = describe_checkpoint(info)
     valid = corpus.valid[:len(test)]
-    for name, kw in [("checkpoint (gap-sentence pretraining + fine-tuning)", {}),
-                     ("checkpoint + bottom-up copy attention (selector prior)", {"selector": sel}),
-                     ("checkpoint + selector prior, beam 4", {"selector": sel, "beam_size": 4}),
-                     ("checkpoint + selector prior + the name leads (hard prior)", {"selector": sel, "name_first": True}),
-                     ("checkpoint + selector prior + the name leads, beam 4",
+    for name, kw in [(f"shipped: {shipped}, greedy", {}),
+                     ("shipped, beam 4", {"beam_size": 4}),
+                     ("shipped + bottom-up copy attention (selector prior), greedy", {"selector": sel}),
+                     ("shipped + selector prior, beam 4", {"selector": sel, "beam_size": 4}),
+                     ("shipped + selector prior + the name leads (hard prior), greedy",
+                      {"selector": sel, "name_first": True}),
+                     ("shipped + selector prior + the name leads, beam 4",
                       {"selector": sel, "name_first": True, "beam_size": 4})]:
         c0 = time.process_time()
         heads = write_headlines(model, tok, [a.body for a in test], **kw)
@@ -148,6 +152,22 @@ def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> 
                         valid_rougeL=round(score_headlines(valid, valid_heads)["rougeL"], 2),
                         checkpoint_cpu_s=round(info.get("cpu_seconds", float("nan")), 0)))
     return rows
+
+
+def describe_checkpoint(info: dict) -> str:
+    """What the copy-summarizer file is, from its recipe: e.g. "δ LM + copy head, trained on the headlines"."""
+    r = info["recipe"]
+    arch = "δ LM + copy head" if r["arch"] == "lm" else "encoder-decoder + copy head"
+    how = (f"gap-sentence pretraining + {r['finetune_steps']} steps on the headlines" if r["pretrain_steps"]
+           else f"{r['finetune_steps']} steps on the headlines")
+    return f"{arch}, {how}"
+
+
+def kept_blocks(name: str, produced: dict) -> dict:
+    """The recorded file's top-level blocks that this run does not produce (e.g. another mode's), kept as they are,
+    each with the machine it was measured on."""
+    old = read_results(name) or {}
+    return {k: v for k, v in old.items() if k not in produced and k not in ("machine", "test_articles")}
 
 
 def main() -> None:
@@ -174,8 +194,9 @@ def main() -> None:
             "beats_selector": best["rougeL"] > best_sel["rougeL"], "distinct": best["distinct"],
             "novel_word_share": best["novel_word_share"]}
     print("goal:", goal)
-    write_results("summarize_dev" if args.quick else "summarize",
-                  {"rows": rows, "goal": goal, "test_articles": len(test)})
+    name = "summarize_dev" if args.quick else "summarize"
+    figures = {"rows": rows, "goal": goal, "test_articles": len(test)}
+    write_results(name, {**figures, **kept_blocks(name, figures)})
 
 
 if __name__ == "__main__":
