@@ -153,6 +153,35 @@ def test_a_decoding_step_equals_the_last_row_of_the_full_distribution(arch):
 
 
 @pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_copy_trace_reads_p_gen_the_attention_and_each_words_copied_share(arch):
+    # copy_share is the copied part of p(y_t): 1 for a word only copying can write (an extended id), 0 for a word
+    # the article lacks, and for a word in both, 1 - p_gen p_vocab(w) / p(w) (the mixture's other part)
+    from seqviz.summarize.headlines import copy_trace
+
+    tok = _tiny_tok()
+    model = _tiny_model(tok, arch, max_summary=6)
+    article = "schwarzenegger sat on the mat and the dog sat too"
+    src = tok.encode_source(article, 20)
+    ids = [len(tok), tok.vocab.stoi["sat"], tok.vocab.stoi["cat"], tok.vocab.stoi["the"]]   # "cat": not in it
+    tr = copy_trace(model, tok, article, ids)
+    assert tr.words == ["schwarzenegger", "sat", "cat", "the"] and tr.article == article.split()
+    assert tr.copied.tolist() == [True, True, False, True] and tr.a.shape == (4, len(src.ext))
+    np.testing.assert_allclose(tr.a.sum(1), 1, atol=1e-6)
+    x = torch.tensor([src.ext])
+    y = torch.tensor([[tok.bos_id] + [i if i < len(tok) else tok.unk_id for i in ids[:-1]]])
+    with torch.no_grad():
+        h, _ = model.states(x, torch.ones_like(x, dtype=torch.bool), y)
+        p_vocab = model.vocab_logits(h)[0].softmax(-1)                           # (T, V)
+        p, out = model.distribution(x, torch.ones_like(x, dtype=torch.bool), y, 1)
+    np.testing.assert_allclose(tr.p_gen, out.p_gen[0].numpy(), atol=1e-6)
+    assert tr.copy_share[0] == pytest.approx(1.0) and tr.copy_share[2] == pytest.approx(0.0, abs=1e-7)
+    for t in (1, 3):
+        w = ids[t]
+        want = 1 - float(out.p_gen[0, t] * p_vocab[t, w] / p[0, t, w])
+        assert tr.copy_share[t] == pytest.approx(want, rel=1e-5) and 0 < want < 1
+
+
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
 @pytest.mark.parametrize("use_copy", [True, False])
 def test_batches_count_only_the_targets_the_loss_scores(arch, use_copy):
     # the trainer and evaluate() weight each batch's mean loss by count_targets (the targets that are not

@@ -185,12 +185,15 @@ def write_headlines(model: _CopyModel, tok: WordTokenizer, articles: Sequence[st
 class CopyTrace:
     """What the copy model did at each headline word: ``words`` the headline, ``article`` the article words it
     read, ``p_gen`` (T,) the probability of generating, ``a`` (T, S) the copy attention over the article,
-    ``copied`` (T,) whether the word occurs among the article words read."""
+    ``copied`` (T,) whether the word occurs among the article words read, ``copy_share`` (T,) the share of the
+    word's probability p(y_t) that came by copying, (1 - p_gen) sum_{j: x_j = y_t} a_t[j] / p(y_t) (a word of the
+    article can come both ways: p_gen alone does not say which way it came)."""
     words: list[str]
     article: list[str]
     p_gen: np.ndarray
     a: np.ndarray
     copied: np.ndarray
+    copy_share: np.ndarray
 
 
 @torch.no_grad()
@@ -211,11 +214,14 @@ def copy_trace(model: _CopyModel, tok: WordTokenizer, article: str, ids: Sequenc
     y = torch.where(y >= len(tok), torch.full_like(y, tok.unk_id), y)
     with evaluating(model):
         w = None if prior is None else torch.tensor([list(prior)], dtype=torch.float32, device=dev)   # (1, S)
-        _, out = model.distribution(x, torch.ones_like(x, dtype=torch.bool), y, max(1, len(source.oovs)), w)
+        p, out = model.distribution(x, torch.ones_like(x, dtype=torch.bool), y, max(1, len(source.oovs)), w)
+    t = torch.tensor(list(ids), device=dev)                                       # (T,) the words written
+    p_word = p[0].gather(1, t[:, None]).squeeze(1)                                # (T,) p(y_t)
+    p_copy = (1 - out.p_gen[0]) * (out.a[0] * (x[0][None, :] == t[:, None])).sum(1)   # (T,) its copied part
     words = tok.words(ids, source.oovs)
     art = word_tokens(article)[:model.config.max_source]
     return CopyTrace(words, art, out.p_gen[0].cpu().numpy(), out.a[0].cpu().numpy(),
-                     np.array([w in set(art) for w in words]))
+                     np.array([w in set(art) for w in words]), (p_copy / p_word).cpu().numpy())
 
 
 @dataclass
