@@ -16,8 +16,8 @@ it is fresh, else a fresh export into a temporary folder). Medians and 95th perc
 5. the char LSTM's gates and states over 64 characters (64 steps of the step graph).
 
 Budgets from issue 34: load <= 1.5 s, 64-character forward + attention <= 20 ms, 200 characters <= 2 s, dates greedy
-<= 50 ms, beam 5 <= 250 ms. The figures go to the "live" key of src/seqviz/recorded/widgets.json (the file's other
-keys are kept; "live_machine" says where they were measured), with the bundle's size and its gzip size.
+<= 50 ms, beam 5 <= 250 ms. The figures go to src/seqviz/recorded/live.json (bench/_results.py: one file per bench,
+with the machine they were measured on), with the bundle's size and its gzip size.
 Run: .venv/bin/python bench/bench_live.py [--quick] [--repeats 30]
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from _results import machine, read_results, write_results  # bench/ is not a package: the benchmarks run as scripts
+from _results import write_results  # bench/ is not a package: the benchmarks run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -178,18 +178,14 @@ def main() -> None:
                for k, v in figures.items()]
     print(f"bundle {bundle['bytes'] / 1e6:.2f} MB, {bundle['gzip_bytes'] / 1e6:.2f} MB gzipped; medians within "
           f"budget: {all(r['within_budget'] for r in timings if r['within_budget'] is not None)}")
-    old = read_results("widgets") or {}
-    # every value a list of rows, so the Measured appendix draws each as a table ("live: timings", ...)
-    old["live"] = {"timings": timings,
-                   "bundle": [{"file": f, "bytes": n} for f, n in bundle["files"].items()]
-                   + [{"file": "all (uncompressed / gzip -6)", "bytes": bundle["bytes"],
-                       "gzip_bytes": bundle["gzip_bytes"]}],
-                   "setup": [{"browser": "Debian chromium, headless", "onnxruntime_web": version, "threads": threads,
-                              "models": ", ".join(bundle["models"] or []), "quick": args.quick,
-                              "repeats": args.repeats, "loads": args.loads, "prompt_64": PROMPT_64,
-                              "short_prompt": SHORT, "date": DATE}]}
-    old["live_machine"] = machine()
-    write_results("widgets", old)
+    # every value a list of rows, so the Measured appendix draws each as a table
+    write_results("live", {
+        "rows": timings,
+        "bundle": [{"file": f, "bytes": n} for f, n in bundle["files"].items()]
+        + [{"file": "all (uncompressed / gzip -6)", "bytes": bundle["bytes"], "gzip_bytes": bundle["gzip_bytes"]}],
+        "setup": [{"browser": "Debian chromium, headless", "onnxruntime_web": version, "threads": threads,
+                   "models": ", ".join(bundle["models"] or []), "quick": args.quick, "repeats": args.repeats,
+                   "loads": args.loads, "prompt_64": PROMPT_64, "short_prompt": SHORT, "date": DATE}]})
 
 if __name__ == "__main__":
     main()
