@@ -23,6 +23,7 @@ help:
 	@echo "make lab    - JupyterLab on the notebooks (for class)"
 	@echo "make bench  - run the benchmarks in bench/, print their figures and write them to src/seqviz/recorded/*.json"
 	@echo "make slides - the chapters as static reveal.js slides into _build/html/slides (make book builds them too)"
+	@echo "make live-models - export the shipped checkpoints for the live widgets (make book does it)"
 	@echo "make unit | nbval-outside | browser-test - one part of make test (make nbval NB=...: nbval in .venv)"
 	@echo "Shipped checkpoints, rebuilt from the repository's code and data (hours on one thread; each prints the"
 	@echo "SHA-256 to put in the module that loads it): make char-lstm, checkpoints-transformer, pretrain-summarize,"
@@ -79,7 +80,20 @@ $(STAMPS)/pkg: $(PKG_SOURCES)
 	rm -rf .jupyter_cache _build/.doctrees
 	@touch $@
 
-vendor: setup
+# The shipped checkpoints of chapters 4 and 7 exported for the browser's live widgets (seqviz.live, issue 34; one
+# thread, ~15 s idle); a build output, never committed. scripts/vendor_js.py checks that the export is fresh against
+# each checkpoint's SHA-256 and serves it as vendor/live/models/ beside onnxruntime-web (vendor/onnxruntime-web/) and
+# the runtime module (vendor/live/live.js).
+LIVE_MODELS := _build/live-models
+LIVE_DEPS := $(wildcard src/seqviz/checkpoints/shakespeare_char.pt src/seqviz/checkpoints/shakespeare_char_lstm.pt \
+	src/seqviz/checkpoints/dates_transformer.pt src/seqviz/live/*.py src/seqviz/transformer/*.py src/seqviz/lstm.py \
+	src/seqviz/rnn/*.py src/seqviz/char_lstm.py)
+$(LIVE_MODELS)/manifest.json: $(LIVE_DEPS) | $(STAMPS)/python
+	OMP_NUM_THREADS=1 $(PY) -m seqviz.live export --out $(LIVE_MODELS)
+.PHONY: live-models
+live-models: setup $(LIVE_MODELS)/manifest.json
+
+vendor: setup live-models
 	$(PY) scripts/vendor_js.py
 
 book: setup vendor $(STAMPS)/pkg
