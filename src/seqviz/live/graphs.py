@@ -134,7 +134,7 @@ class LSTMStepGraph(nn.Module):
         inp = m.E(x)                                                              # (B, d_emb)
         hs, cs, gates = [], [], {g: [] for g in GATE_NAMES}
         for layer in range(m.rnn.num_layers):
-            # (9.22)-(9.29), the cell's own step; a layer's h_t is the next layer's input (Fig. 9.10)
+            # (9.22)-(9.29), the cell's own step; a layer's h_t is the next layer's input (the stack of Fig. 9.10)
             (h_t, c_t), trace = m.rnn.cell(layer).forward_traced(inp, (h[layer], c[layer]))
             hs.append(h_t)
             cs.append(c_t)
