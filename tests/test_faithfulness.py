@@ -87,6 +87,19 @@ def test_reference_and_lead_headlines_are_the_corpus_and_lead_baseline(labels):
         assert a["headlines"]["lead-5"]["headline"] == lead_baseline(art.body, 5)
 
 
+def test_the_selector_is_labelled_at_the_k_chosen_on_validation():
+    """Chapter 8 (§8.3) picks the selector's k on the validation split and shows its headlines at that k."""
+    from seqviz.data import load_corpus
+    from seqviz.metrics import rouge_corpus
+    from seqviz.summarize.compress import KeepDropRegression, WordFeatures, select_words
+
+    corpus = load_corpus("bbc")
+    sel = KeepDropRegression(WordFeatures(corpus.train)).fit(corpus.train)
+    refs, scores = [a.headline for a in corpus.valid], [sel.scores(a.body) for a in corpus.valid]
+    curve = {k: rouge_corpus(refs, [select_words(w, p, k) for w, p in scores])["rougeL"] for k in range(2, 9)}
+    assert fa.SELECTOR_K == max(curve, key=curve.get), curve
+
+
 def test_labelled_headlines_are_what_the_package_decodes_now(labels, current):
     stale = fa.stale_headlines(labels, current)
     assert labels["guided_checkpoint_sha256"] == COPY_SHA256, (
