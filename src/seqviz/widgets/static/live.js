@@ -183,8 +183,9 @@ function shown(chars) { return chars.map((c) => JSON.stringify(c)).join(", "); }
 
 // Text -> ids of a character vocabulary. Characters outside it are an error naming them, or with drop: true are left
 // out (and named in `dropped`); an empty result is an error; text longer than `max` is cropped to its last
-// (keep: "end") or first (keep: "start") max characters, and `notes` says so.
-function encodeText(text, stoi, { what = "the text", drop = false, max = null, keep = "end" } = {}) {
+// (keep: "end") or first (keep: "start") max characters, and `notes` says so, with `why` (default: the model reads at
+// most max). seqviz.live.kernel.encode_text checks text the same way, with the same messages.
+function encodeText(text, stoi, { what = "the text", drop = false, max = null, keep = "end", why = null } = {}) {
   if (typeof text !== "string") throw new LiveInputError(`${what} must be text, got ${typeof text}`);
   let chars = Array.from(text);
   if (chars.length === 0) throw new LiveInputError(`${what} is empty: type at least one character`, { empty: true });
@@ -206,8 +207,8 @@ function encodeText(text, stoi, { what = "the text", drop = false, max = null, k
   if (max !== null && chars.length > max) {
     cropped = chars.length - max;
     chars = keep === "end" ? chars.slice(-max) : chars.slice(0, max);
-    notes.push(`cropped to its ${keep === "end" ? "last" : "first"} ${max} characters (the model reads at most ` +
-      `${max}); ${cropped} left out`);
+    notes.push(`cropped to its ${keep === "end" ? "last" : "first"} ${max} characters (${why ||
+      `the model reads at most ${max}`}); ${cropped} left out`);
   }
   return { ids: chars.map((c) => stoi.get(c)), chars, dropped: unknown, cropped, notes };
 }
@@ -419,6 +420,14 @@ class EncoderDecoder {
   format(text) {
     const hit = this.formats.find(([, re]) => re.test(text));
     return hit ? hit[0] : null;
+  }
+
+  // What a widget says about a date in none of the training forms (null: it is in one); the kernel says the same
+  // (seqviz.live.kernel.outside_formats_note).
+  formatNote(text) {
+    if (this.format(text) !== null) return null;
+    return `\u201c${text}\u201d is in none of the ${this.formats.length} forms the model was trained on (such as ` +
+      "\u201c3rd of March 1999\u201d or \u201c03-MAR-99\u201d): it still answers, but it never learnt this one";
   }
 
   text(ids) { return ids.filter((i) => i !== this.eos).map((i) => this.tgtItos[i]).join(""); }
