@@ -522,19 +522,27 @@ def listened(js: str) -> set[str]:
     return set(re.findall(r'"(\w+)"', m.group(2)))
 
 
+LIVE_VIEW = STATIC / "_live.js"
+LIVE = {"next_token.js", "attention.js", "attention_steps.js", "lstm_gates.js", "beam_tree.js"}  # have a live mode
+
+
 @pytest.mark.parametrize("name", sorted(WIDGETS))
 def test_es_module_is_the_shared_prelude_then_the_widget_file(name):
     w = WIDGETS[name]()
     prelude, own = PRELUDE.read_text(), (STATIC / name).read_text()
-    assert w._esm == prelude + "\n" + own  # read from the packaged files, not an inline string
+    parts = [prelude] + ([LIVE_VIEW.read_text()] if name in LIVE else []) + [own]
+    assert w._esm == "\n".join(parts)  # read from the packaged files, not an inline string
     assert w._css == (STATIC / "widgets.css").read_text()
     assert own.rstrip().endswith("export default { render };") and "export default" not in prelude
-    # loaded alone from a blob: URL, the module can import nothing; token text never goes through an HTML parser
+    assert all("export default" not in part for part in parts[:-1])
+    # loaded alone from a blob: URL, the module can import nothing statically; token text never goes through an HTML
+    # parser (the live view imports the book's runtime module dynamically, by URL)
     assert not re.search(r"^\s*import[\s({]", w._esm, re.M)
     assert "innerHTML" not in w._esm and "insertAdjacentHTML" not in w._esm and "outerHTML" not in w._esm
-    # a name declared in both files would be a SyntaxError in the browser only
-    clash = top_level_names(prelude) & top_level_names(own)
-    assert not clash, f"{name} redeclares {sorted(clash)} from _prelude.js"
+    # a name declared in two of the files would be a SyntaxError in the browser only
+    names = [top_level_names(part) for part in parts]
+    clash = {n for i, a in enumerate(names) for b in names[i + 1:] for n in a & b}
+    assert not clash, f"{name} declares {sorted(clash)} twice (prelude, live view, widget)"
 
 
 @pytest.mark.parametrize("name", sorted(WIDGETS))
@@ -547,10 +555,10 @@ def test_es_module_reads_and_follows_every_synced_trait(name):
     assert listened((STATIC / name).read_text()) == traits
 
 
-def test_no_other_widget_modules_than_the_six_and_the_prelude():
-    # live*.js: the live models' modules (seqviz.live), tested with them
+def test_no_other_widget_modules_than_the_six_the_prelude_and_the_live_view():
+    # live*.js: the live runtime (vendor/live/live.js in the built book), tested with the live models
     assert sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("live")) == sorted(
-        [*WIDGETS, "_prelude.js"])
+        [*WIDGETS, "_prelude.js", "_live.js"])
 
 
 def test_esm_names_a_missing_widget_module_clearly():

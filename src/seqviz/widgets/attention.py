@@ -18,6 +18,7 @@ from seqviz.attention import causal_mask
 
 from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
                       to_array)
+from ._live import LiveMode
 
 __all__ = ["AttentionHeatmap", "AttentionData", "prepare_attention", "causal_mask"]
 
@@ -128,7 +129,7 @@ def _names(value, n: int, name: str, what: str) -> list[str]:
     return names
 
 
-class AttentionHeatmap(anywidget.AnyWidget):
+class AttentionHeatmap(anywidget.AnyWidget, LiveMode):
     """Interactive attention heatmap with layer/head selectors, an all-heads grid, a read-out of the cell under the
     mouse or the keyboard's cursor, and masked cells. It fits its container (see ``static/attention.js``).
 
@@ -141,7 +142,15 @@ class AttentionHeatmap(anywidget.AnyWidget):
     ``query_label="headline word", key_label="article word", value_label="copy attention"``; they name the axes,
     the read-out, the legend and the text alternative (a single distribution's read-out never names a layer or a
     head). ``layer_names`` / ``head_names`` name the selectors' entries (e.g. ``["bidirectional", "causal"]``).
+
+    ``AttentionHeatmap.live("char_lm", text)``: every layer's and head's self-attention of the shipped character
+    transformer over ``text``; ``AttentionHeatmap.live("dates", date)``: the cross-attention of the shipped date
+    model's greedy output over the date. Either starts from that recorded example and runs the model on the
+    reader's own input (see ``seqviz.widgets._live``).
     """
+
+    _live_models = {"char_lm": "self-attention of every layer and head",
+                    "dates": "cross-attention of the greedy output"}
 
     _esm = esm("attention.js")  # the shared prelude + attention.js
     _css = CSS
@@ -203,6 +212,20 @@ class AttentionHeatmap(anywidget.AnyWidget):
     @traitlets.validate("head")
     def _check_head(self, proposal):
         return check_index(proposal["value"], self.shape[1], "head")
+
+    @classmethod
+    def _live_data(cls, spec, text, request):
+        from seqviz.live import kernel
+
+        if spec["model"] == "char_lm":
+            enc, f = kernel.char_lm_forward(text)
+            return (f.attention, enc.chars), {"mask": "causal"}, {"notes": enc.notes,
+                                                                 "status": f"read {len(enc.ids)} characters"}
+        enc, ids, cross = kernel.dates_greedy(text)                                # cross (L, H, T_out, S)
+        tgt = kernel.dates().extra["tgt_itos"]
+        out = "".join(tgt[i] for i in ids if tgt[i] != "</s>")
+        return (cross, [tgt[i] for i in ids], enc.chars), {}, {"notes": enc.notes,
+                                                               "status": f"greedy decoding: \u201c{out}\u201d"}
 
     @property
     def data(self) -> AttentionData:

@@ -22,6 +22,7 @@ import traitlets
 from seqviz.attention import attention
 
 from ._common import CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain
+from ._live import LiveMode
 
 __all__ = ["AttentionSteps", "StepsData", "QueryAttention", "prepare_steps", "MAX_VALUES"]
 
@@ -162,7 +163,7 @@ def _pick(values, n: int, name: str) -> list[int]:
     return picked
 
 
-class AttentionSteps(anywidget.AnyWidget):
+class AttentionSteps(anywidget.AnyWidget, LiveMode):
     """One query's scaled dot-product attention, step by step, computed in the browser from q, k, v.
 
     ``AttentionSteps(q, k, v, tokens, key_tokens=None, query=0, causal=False)`` with q (T_q, d_k), k (T_k, d_k),
@@ -174,7 +175,13 @@ class AttentionSteps(anywidget.AnyWidget):
     ``AttentionSteps.from_model(model, ids, tokens)`` reads every layer's and head's q, k, v from a
     ``seqviz.transformer.TransformerLM`` (or the BERT-style encoder). Traits the view follows: ``query``, ``causal``,
     ``layer``, ``head``.
+
+    ``AttentionSteps.live("char_lm", text, query=..., causal=True)``: every layer's and head's q, k, v of the shipped
+    character transformer over ``text``, which the reader can replace by their own (the query then moves to the
+    last character; see ``seqviz.widgets._live``).
     """
+
+    _live_models = {"char_lm": "one query's attention, step by step"}
 
     _esm = esm("attention_steps.js")  # the shared prelude + attention_steps.js
     _css = CSS
@@ -246,6 +253,37 @@ class AttentionSteps(anywidget.AnyWidget):
             self.query = min(self.query, Tq - 1)
             self.layer = min(self.layer, L - 1)
             self.head = min(self.head, H - 1)
+
+    @classmethod
+    def _live_data(cls, spec, text, request):
+        from seqviz.live.kernel import char_lm_forward
+
+        enc, f = char_lm_forward(text)
+        return (f.q, f.k, f.v, enc.chars), {}, {"notes": enc.notes, "status": f"read {len(enc.ids)} characters"}
+
+    def _live_run(self, request):
+        layer, head = self.layer_ids[self.layer], self.head_ids[self.head]       # the model's numbers shown
+        reply = super()._live_run(request)                                       # every layer and head now
+        self.layer, self.head = layer, head
+        return reply
+
+    def _live_shown(self, request, reply):
+        self.query = self.shape[2] - 1                                           # the query that predicts next
+
+    @classmethod
+    def live(cls, model, text, *, group=None, options=None, layers: Sequence[int] | int | None = None,
+             heads: Sequence[int] | int | None = None, **kwargs):
+        """The live widget (see ``seqviz.widgets._live``); ``layers``/``heads`` keep only some of the recorded
+        example's (its payload is stored in the page: 4 layers x 4 heads of 40-wide q, k, v over 28 characters are
+        about 0.3 MB), while every run on the reader's input shows them all."""
+        widget = super().live(model, text, group=group, options=options, **kwargs)
+        if layers is not None or heads is not None:
+            d = widget.data
+            ls, hs = _pick(layers, d.q.shape[0], "layers"), _pick(heads, d.q.shape[1], "heads")
+            sel = (np.array(ls)[:, None], np.array(hs)[None, :])
+            widget.set_data(*(a[sel].astype(np.float32) for a in (d.q, d.k, d.v)), d.query_tokens,
+                            d.key_tokens, layer_ids=ls, head_ids=hs)
+        return widget
 
     @traitlets.validate("index_base")
     def _check_index_base(self, proposal):

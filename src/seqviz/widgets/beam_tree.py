@@ -20,6 +20,7 @@ import traitlets
 from seqviz.decode import STATUSES, BeamCandidate, BeamTrace, beam_search, check_length_penalty
 
 from ._common import CSS, check_index, esm, plain
+from ._live import LiveMode, count
 
 __all__ = ["BeamTree", "BeamData", "prepare_beam", "KEPT", "PRUNED", "FINISHED", "GREEDY_ONLY", "MAX_NODES"]
 
@@ -217,7 +218,7 @@ def prepare_beam(trace: BeamTrace, tokens, root_label: str | None = None) -> Bea
                     n_steps=n_steps)
 
 
-class BeamTree(anywidget.AnyWidget):
+class BeamTree(anywidget.AnyWidget, LiveMode):
     """A recorded beam search drawn as a tree: a step slider, kept hypotheses highlighted, pruned ones faded,
     finished ones marked, greedy's path overlaid, and the beam at the chosen step listed with both scores.
 
@@ -226,7 +227,13 @@ class BeamTree(anywidget.AnyWidget):
     prompt_ids, beam_size, max_new_tokens, stop_id=..., tokens=itos)`` runs the search (and greedy) itself.
     Traits the view follows: ``step`` (1..n_steps), ``show_pruned``, ``normalise`` (label nodes with
     log P / N^alpha instead of log P), ``alpha``.
+
+    ``BeamTree.live("dates", date, options={"beam_size": 5, "length_penalty": 0.0})``: the shipped date model's beam
+    search (with greedy's path) over ``date``, which the reader can replace by their own (see
+    ``seqviz.widgets._live``).
     """
+
+    _live_models = {"dates": "the beam search of the date model"}
 
     _esm = esm("beam_tree.js")  # the shared prelude + beam_tree.js
     _css = CSS
@@ -268,6 +275,28 @@ class BeamTree(anywidget.AnyWidget):
         _, trace = beam_search(model, prompt_ids, beam_size, max_new_tokens, stop_id, length_penalty, state=state,
                                suppress_ids=suppress_ids, trace=True, with_greedy=greedy)
         return cls(trace, tokens, **kwargs)
+
+    @classmethod
+    def _live_data(cls, spec, text, request):
+        from seqviz.live import kernel
+
+        k, lp = spec["beam_size"], spec["length_penalty"]
+        enc, hyps, trace = kernel.dates_beam(text, k, lp)
+        tgt = kernel.dates().extra["tgt_itos"]
+        words = lambda ids: "".join(tgt[i] for i in ids if tgt[i] != "</s>")      # noqa: E731
+        best, greedy = words(hyps[0][0]), words(t for t, _ in trace.greedy)
+        return (trace, tgt), {}, {"notes": enc.notes,
+                                  "status": f"beam of {k}: \u201c{best}\u201d; greedy: \u201c{greedy}\u201d"}
+
+    def _live_shown(self, request, reply):
+        self.step = self._data.n_steps                                           # the whole search
+
+    @classmethod
+    def live(cls, model, text, *, group=None, options=None, **kwargs):
+        options = {"beam_size": 5, "length_penalty": 0.0, **(options or {})}
+        options["beam_size"] = count(options["beam_size"], "beam_size", 1, 16)
+        options["length_penalty"] = check_length_penalty(options["length_penalty"])
+        return super().live(model, text, group=group, options=options, **{"joiner": "", **kwargs})
 
     def set_data(self, trace: BeamTrace, tokens, *, root_label: str | None = None) -> None:
         """Replace the search shown (checked as in :func:`prepare_beam`); the browser redraws."""

@@ -17,6 +17,7 @@ from seqviz.lstm import GATES
 
 from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
                       to_array)
+from ._live import LiveMode, count
 
 __all__ = ["LSTMGates", "GateTraces", "GATES", "prepare_gates"]
 
@@ -92,12 +93,17 @@ def prepare_gates(traces, tokens: Sequence[str], *, atol: float = 1e-4) -> GateT
     return GateTraces(values=values, tokens=toks, ranges=ranges)
 
 
-class LSTMGates(anywidget.AnyWidget):
+class LSTMGates(anywidget.AnyWidget, LiveMode):
     """Units x time heatmaps of an LSTM's gates and states with a time-step slider and the token strip.
 
     ``LSTMGates(traces, tokens)`` with ``traces`` a mapping (or dataclass) from names among ``f, i, g, o, c, h`` to
     (T, units) tensors. Set ``gate`` (one of those names) or ``step`` from Python and the view follows.
+
+    ``LSTMGates.live("char_lstm", text, options={"layer": 1})``: the shipped character LSTM's gates and states of one
+    layer over ``text``; the reader can type their own text and pick the layer (see ``seqviz.widgets._live``).
     """
+
+    _live_models = {"char_lstm": "the gates and states of one layer"}
 
     _esm = esm("lstm_gates.js")  # the shared prelude + lstm_gates.js
     _css = CSS
@@ -143,6 +149,26 @@ class LSTMGates(anywidget.AnyWidget):
             if self.gate not in names:
                 self.gate = names[0]
             self.step = min(self.step, d.shape[0] - 1)
+
+    @classmethod
+    def _live_data(cls, spec, text, request):
+        from seqviz.live.kernel import char_lstm, char_lstm_trace
+
+        layers = char_lstm().model.config.num_layers
+        layer = count(request.get("layer", spec.get("layer", layers - 1)), "layer", 0, layers - 1)
+        enc, traces = char_lstm_trace(text)                                       # one LSTMTrace per layer
+        return (traces[layer], enc.chars), {}, {"notes": enc.notes,
+                                                "status": f"read {len(enc.ids)} characters; layer {layer} shown"}
+
+    @classmethod
+    def live(cls, model, text, *, group=None, options=None, **kwargs):
+        from seqviz.live.kernel import LSTM_MAX_CHARS, char_lstm
+
+        layers = char_lstm().model.config.num_layers
+        options = {"layer": layers - 1, **(options or {})}
+        count(options["layer"], "layer", 0, layers - 1)
+        return super().live(model, text, group=group,
+                            options={**options, "layers": layers, "max_chars": LSTM_MAX_CHARS}, **kwargs)
 
     @traitlets.validate("gate")
     def _check_gate(self, proposal):

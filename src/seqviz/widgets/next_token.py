@@ -10,6 +10,7 @@ import numpy as np
 import traitlets
 
 from ._common import CSS, check_finite, check_nonempty, check_tokens, esm, plain, to_array
+from ._live import LiveMode, count
 
 __all__ = ["NextTokenDistribution", "prepare_logits", "T_MIN", "T_MAX", "K_MAX"]
 
@@ -46,13 +47,20 @@ def _check_temperature(t) -> float:
     return float(t)
 
 
-class NextTokenDistribution(anywidget.AnyWidget):
+class NextTokenDistribution(anywidget.AnyWidget, LiveMode):
     """Top-k bars of softmax(z / T) with temperature and k sliders and a sampling button, all in the browser.
 
     ``NextTokenDistribution(logits, vocab_tokens, temperature=1.0, top_k=None, title=...)`` with logits (V,) and V
     token strings (or a ``Vocab``); ``top_k`` defaults to 20 bars (fewer for a smaller vocabulary).
     ``sample_top_k=True`` makes the button sample only among the k shown tokens.
+
+    ``NextTokenDistribution.live("char_lm", prompt)``: the shipped character transformer's next character after
+    ``prompt``, which the reader can replace by their own (see ``seqviz.widgets._live``); a click on a bar (or Enter)
+    appends its character, and the live bar generates ``options={"n": 40}`` characters greedily or sampled at the
+    widget's temperature (and top k, when sampling only from it) with its seed.
     """
+
+    _live_models = {"char_lm": "the next character's distribution"}
 
     _esm = esm("next_token.js")  # the shared prelude + next_token.js
     _css = CSS
@@ -100,6 +108,27 @@ class NextTokenDistribution(anywidget.AnyWidget):
             raise ValueError(f"top_k must be between 1 and {self.k_max} (vocabulary size {len(self.tokens)}, at most "
                              f"{K_MAX} bars), got {k}")
         return int(k)
+
+    @classmethod
+    def _live_data(cls, spec, text, request):
+        from seqviz.live.kernel import char_lm, char_lm_forward
+
+        enc, f = char_lm_forward(text)
+        return (f.logits[-1], char_lm().itos), {}, {"notes": enc.notes, "status": f"read {len(enc.ids)} characters"}
+
+    def _live_generate(self, request: dict) -> dict:
+        """The request's text followed by ``n`` generated characters (greedy, or sampled at the request's
+        temperature, top k and seed: the view sends what it shows)."""
+        from seqviz.live.kernel import generate_text
+
+        n = count(request.get("n"), "n", 1, 500)
+        greedy = request.get("greedy", True) is True
+        top_k = request.get("top_k")
+        top_k = None if top_k is None else count(top_k, "top_k", 1, self.k_max)
+        enc, text = generate_text(request["text"], n, greedy=greedy,
+                                  temperature=_check_temperature(request.get("temperature", self.temperature)),
+                                  top_k=top_k, seed=count(request.get("seed", self.seed), "seed", 0, 2**32 - 1))
+        return {"text": text, "notes": enc.notes}
 
     def probabilities(self, temperature: float | None = None) -> np.ndarray:
         """softmax(z / T) in vocabulary order, float64 (what the browser draws, from float32 scores)."""

@@ -1,10 +1,13 @@
-// AttentionHeatmap view. The widget's ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) followed
-// by this file; it imports nothing, so it also runs from the widget state of the static book.
+// AttentionHeatmap view. The widget's ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) and
+// _live.js (the live bar) followed by this file; it imports nothing, so it also runs from the widget state of the
+// static book.
 // State (see attention.py): weights = uint8 bytes (L, H, Tq, Tk) C order, value = q / 255 * vmax; mask = uint8 0/1
 // bytes (Lm, Hm, Tq, Tk) or empty; query_tokens / key_tokens; layer, head, view ("head" | "grid"); title;
 // query_label / key_label / value_label (what a row, a column and a weight are: "query", "key", "attention weight"
 // by default; chapter 8's copy trace reads "headline word", "article word", "copy attention"); layer_names /
-// head_names (the selectors' entries; empty: "layer 0", "head 0", …).
+// head_names (the selectors' entries; empty: "layer 0", "head 0", …); live_spec (AttentionHeatmap.live): the
+// shipped character transformer's self-attention over the reader's text (every layer and head, causal mask), or the
+// shipped date model's cross-attention of its greedy output over the reader's date.
 // The heatmap fits its container: cells as large as the width allows (at most 32 px); where that leaves no room for
 // labels of at least MIN_LABEL_PX, the matrix keeps 14 px cells and scrolls sideways in a box the keyboard can
 // reach; a matrix too large even for that fits the width without labels (the cursor's read-out names each cell).
@@ -108,6 +111,41 @@ function attentionLegend(s) {
   return box;
 }
 
+// What the heatmap draws for the reader's input, computed in the page (the traits AttentionHeatmap.set_data sets):
+// weights (L, H, Tq, Tk) quantised to bytes of vmax, the causal mask of the character LM, the tokens.
+async function liveAttention(model, m, text) {
+  const e = m.encode(text);
+  let w, L, H, Tq, Tk, queries, notes = e.notes, status, raw, mask = null;
+  if (model.get("live_spec").model === "dates") {
+    const g = await m.greedy(e.ids);
+    ({ L, H } = m);
+    [Tq, Tk, w] = [g.T, g.S, g.cross];
+    queries = g.ids.map((i) => m.tgtItos[i]);
+    const note = m.formatNote(e.chars.join(""));
+    if (note) notes = notes.concat([note]);
+    status = `greedy decoding: \u201c${g.text}\u201d`;
+    raw = { src: e.ids, ids: g.ids, cross: g.cross };
+  } else {
+    const f = await m.forward(e.ids);
+    ({ L, H } = f);
+    [Tq, Tk, w] = [f.T, f.T, f.attention];
+    queries = e.chars;
+    mask = new Uint8Array(Tq * Tk);
+    for (let i = 0; i < Tq; i++) mask.fill(1, i * Tk, i * Tk + i + 1);
+    status = `read ${e.ids.length} characters`;
+    raw = { ids: e.ids, attention: f.attention };
+  }
+  let vmax = 0;
+  for (const x of w) if (x > vmax) vmax = x;
+  vmax = vmax > 0 ? vmax : 1;
+  return {
+    traits: { shape: [L, H, Tq, Tk], vmax, weights: new DataView(quantized(w, 0, vmax).buffer),
+      mask: new DataView((mask || new Uint8Array(0)).buffer), mask_shape: mask ? [1, 1, Tq, Tk] : [],
+      query_tokens: queries, key_tokens: e.chars },
+    notes, status, raw,
+  };
+}
+
 // How to draw one head at width W: cell size, whether labels are drawn, whether the matrix scrolls sideways.
 function fitSingle(s, W) {
   const qFont = 12;
@@ -133,6 +171,7 @@ function render({ model, el }) {
   const legendBox = h("div", "sv-legend-wrap");
   const summary = srOnly("div", "sv-summary");
   root.append(title, controls, axes, body, readout, legendBox, summary);
+  const live = liveHost(model, root, title, { page: (_, m, text) => liveAttention(model, m, text) });
 
   layerSel.addEventListener("change", () => save(model, "layer", parseInt(layerSel.value, 10)));
   headSel.addEventListener("change", () => {
@@ -355,13 +394,17 @@ function render({ model, el }) {
 
   rebuild();
   const stopResize = onResize(root, (w) => { width = w; single = grid = null; draw(); });
-  // A selection repaints; new data (set_data from Python) rebuilds.
+  // A selection repaints; new data (set_data from Python, or the live bar) rebuilds; a new live_spec, a new bar.
   const stop = onChanges(model, {
     data: ["weights", "shape", "vmax", "mask", "mask_shape", "query_tokens", "key_tokens", "title", "query_label",
       "key_label", "value_label", "layer_names", "head_names"],
     view: ["layer", "head", "view"],
-  }, (kinds) => (kinds.has("data") ? rebuild() : draw()));
-  return () => { stop(); stopResize(); };
+    live: ["live_spec"],
+  }, (kinds) => {
+    if (kinds.has("live")) live.reset();
+    if (kinds.has("data")) rebuild(); else draw();
+  });
+  return () => { stop(); stopResize(); live.stop(); };
 }
 
 export default { render };

@@ -1,10 +1,13 @@
-// AttentionSteps view. The widget's ES module is _prelude.js (h, bytesOf, LUT_RDBU, legend, onChanges, …) followed
-// by this file; it imports nothing, so it also runs from the widget state of the static book.
+// AttentionSteps view. The widget's ES module is _prelude.js (h, bytesOf, LUT_RDBU, legend, onChanges, …) and
+// _live.js (the live bar) followed by this file; it imports nothing, so it also runs from the widget state of the
+// static book.
 // State (see attention_steps.py): q, k, v = little-endian float32 or float64 bytes (dtype "f4" | "f8"), C order
 // (L, H, T_q, d_k), (L, H, T_k, d_k), (L, H, T_k, d_v); shape = [L, H, T_q, T_k, d_k, d_v]; query_tokens,
 // key_tokens, query_positions (query i sees keys j <= query_positions[i] under the causal mask); layer_ids,
 // head_ids (the model's numbers of the layers and heads sent); query, causal, layer, head; title; index_base (0:
-// positions and subscripts count from 0, as Python does; 1: from 1, as SLP writes x_1 ... x_n).
+// positions and subscripts count from 0, as Python does; 1: from 1, as SLP writes x_1 ... x_n); live_spec
+// (AttentionSteps.live): every layer's and head's q, k, v of the shipped character transformer over the reader's
+// text, the query moved to its last character (the one that predicts the next).
 // Every number shown is computed here from q, k, v (attendOne), as SLP (9.30)-(9.39) write it.
 // The grid fits its container: the four vector columns share what the number columns leave (at most 150 px each);
 // where that is under 40 px, the grid keeps 60 px vectors and scrolls sideways in a box the keyboard can reach.
@@ -111,6 +114,24 @@ function render({ model, el }) {
   const summary = srOnly("div", "sv-summary");
   summary.setAttribute("aria-live", "polite");
   root.append(title, controls, queries, qLine, gridBox, outLine, readout, legendBox, summary);
+  // live: q, k, v of every layer and head over the reader's text (what AttentionSteps.set_data sets)
+  const live = liveHost(model, root, title, {
+    page: async (_, m, text) => {
+      const e = m.encode(text);
+      const f = await m.forward(e.ids);
+      const T = f.T, range = (n) => Array.from({ length: n }, (_, i) => i);
+      return {
+        traits: { dtype: "f4", q: f32Bytes(f.q), k: f32Bytes(f.k), v: f32Bytes(f.v),
+          shape: [f.L, f.H, T, T, f.dk, f.dk],
+          query_tokens: e.chars, key_tokens: e.chars, query_positions: range(T), layer_ids: range(f.L),
+          head_ids: range(f.H) },
+        // every layer and head now: keep showing the model's layer and head that were shown
+        view: { query: T - 1, layer: model.get("layer_ids")[model.get("layer")] || 0,
+          head: model.get("head_ids")[model.get("head")] || 0 },
+        notes: e.notes, status: `read ${e.ids.length} characters`, raw: { ids: e.ids, q: f.q, k: f.k, v: f.v },
+      };
+    },
+  });
 
   layerSel.addEventListener("change", () => save(model, "layer", parseInt(layerSel.value, 10)));
   headSel.addEventListener("change", () => save(model, "head", parseInt(headSel.value, 10)));
@@ -361,13 +382,18 @@ function render({ model, el }) {
 
   rebuild();
   const stopResize = onResize(root, (w) => { width = w; build(); fillQueries(); lastHead = null; draw(); });
-  // New q, k, v (set_data from Python) rebuild; a query, mask, layer or head change recomputes and redraws.
+  // New q, k, v (set_data from Python, or the live bar) rebuild; a query, mask, layer or head change recomputes and
+  // redraws; a new live_spec makes a new bar.
   const stop = onChanges(model, {
     data: ["q", "k", "v", "dtype", "shape", "query_tokens", "key_tokens", "query_positions", "layer_ids", "head_ids",
       "title", "index_base"],
     view: ["query", "causal", "layer", "head"],
-  }, (kinds) => (kinds.has("data") ? rebuild() : draw()));
-  return () => { stop(); stopResize(); };
+    live: ["live_spec"],
+  }, (kinds) => {
+    if (kinds.has("live")) live.reset();
+    if (kinds.has("data")) rebuild(); else draw();
+  });
+  return () => { stop(); stopResize(); live.stop(); };
 }
 
 export default { render };

@@ -1,10 +1,12 @@
-// BeamTree view. The widget's ES module is _prelude.js (h, bytesOf, visible, slider, labelled, onChanges, …)
-// followed by this file; it imports nothing, so it also runs from the widget state of the static book.
+// BeamTree view. The widget's ES module is _prelude.js (h, bytesOf, visible, slider, labelled, onChanges, …) and
+// _live.js (the live bar) followed by this file; it imports nothing, so it also runs from the widget state of the
+// static book.
 // State (see beam_tree.py): a flat node list in drawing order, node 0 the prompt: parent = int32 LE (-1 for the
 // root), status = uint8 (0 kept, 1 pruned, 2 finished, 3 greedy only), logprob = float64 LE (log P of the
 // hypothesis), token = uint32 LE index into vocab; step_start = node offsets of steps 0..n and the node count;
 // greedy = greedy's node at steps 1, 2, …; result = the returned hypotheses' nodes, best first; beam_size,
-// length_penalty (how the search ranked), joiner; step, show_pruned, normalise, alpha (what the view shows); title.
+// length_penalty (how the search ranked), joiner; step, show_pruned, normalise, alpha (what the view shows); title;
+// live_spec (BeamTree.live): the shipped date model's beam search (with greedy's path) over the reader's date.
 // Token text is written with textContent only (SVG <text> and table cells), never parsed as markup.
 // The tree scrolls in a box the keyboard can reach: with the focus in it, Left/Right go from step to step, Up/Down
 // from node to node of a step, Home/End to a step's first/last node, Enter makes the cursor's step the shown one;
@@ -67,6 +69,68 @@ function hypothesis(S, n) {
   return out.reverse().join(S.joiner);
 }
 
+// A search in BeamTrace.to_dict()'s form (what the live runtime's beam search returns) as the widget's flat node
+// list, in seqviz.widgets.beam_tree.prepare_beam's drawing order: step by step, a step's candidates grouped by their
+// parent's place in its column (in proposal order within a parent), greedy's path through the tree's nodes where the
+// beam proposed the same hypothesis, as greedy-only nodes (last in their step) where not. `itos` labels the tokens.
+// Returns the traits BeamTree.set_data sets.
+export function flattenSearch(trace, itos) {
+  const CODE = { kept: KEPT, pruned: PRUNED, finished: FINISHED };
+  const key = (path) => path.join(",");
+  const columns = [[{ path: [], up: null, status: KEPT, token: -1, lp: 0 }]];
+  const where = new Map([["", 0]]); // a path's place in its column
+  let keptPaths = [[]];
+  for (const cands of trace.steps) { // [parent, token, token_logprob, logprob, status]
+    const order = cands.map((_, i) => i).sort((a, b) =>
+      where.get(key(keptPaths[cands[a][0]])) - where.get(key(keptPaths[cands[b][0]])) || a - b);
+    const column = order.map((i) => {
+      const [parent, token, , lp, status] = cands[i];
+      const up = keptPaths[parent];
+      return { path: up.concat([token]), up, status: CODE[status], token, lp };
+    });
+    keptPaths = cands.filter((c) => c[4] === "kept").map(([parent, token]) => keptPaths[parent].concat([token]));
+    column.forEach((rec, pos) => where.set(key(rec.path), pos));
+    columns.push(column);
+  }
+  const known = new Set(columns.flat().map((rec) => key(rec.path)));
+  const greedyPaths = [];
+  let up = [], lp = 0;
+  (trace.greedy || []).forEach(([token, tlp], s) => {
+    lp += tlp;
+    const path = up.concat([token]);
+    if (!known.has(key(path))) {
+      while (columns.length <= s + 1) columns.push([]);
+      columns[s + 1].push({ path, up, status: GREEDY_ONLY, token, lp });
+      known.add(key(path));
+    }
+    greedyPaths.push(path);
+    up = path;
+  });
+  const flat = columns.flat();
+  const index = new Map(flat.map((rec, n) => [key(rec.path), n]));
+  const prompt = trace.prompt_ids.map((i) => (i >= 0 && i < itos.length ? itos[i] : String(i)));
+  const rootLabel = prompt.length <= 3 ? prompt.slice(-3).join(" ") : `\u2026 ${prompt.slice(-2).join(" ")}`;
+  const labels = [rootLabel].concat(flat.slice(1).map((rec) => itos[rec.token]));
+  const vocab = [...new Set(labels)];
+  const at = new Map(vocab.map((t, i) => [t, i]));
+  const stepStart = columns.map((_, s) => columns.slice(0, s).reduce((n, c) => n + c.length, 0)).concat([flat.length]);
+  const parent = new Int32Array(flat.map((rec) => (rec.up === null ? -1 : index.get(key(rec.up)))));
+  const logprob = new Float64Array(flat.map((rec) => rec.lp));
+  const token = new Uint32Array(labels.map((t) => at.get(t)));
+  const le = (a, size, set) => { // little-endian bytes of a typed array
+    const dv = new DataView(new ArrayBuffer(a.length * size));
+    a.forEach((x, i) => dv[set](i * size, x, true));
+    return dv;
+  };
+  return {
+    parent: le(parent, 4, "setInt32"), status: new DataView(Uint8Array.from(flat, (rec) => rec.status).buffer),
+    logprob: le(logprob, 8, "setFloat64"), token: le(token, 4, "setUint32"), vocab, step_start: stepStart,
+    greedy: greedyPaths.map((path) => index.get(key(path))),
+    result: trace.hypotheses.map(([ids]) => index.get(key(ids))),
+    beam_size: trace.beam_size, length_penalty: trace.length_penalty,
+  };
+}
+
 const short = (t) => { const v = visible(t); return v.length > MAX_CHARS ? `${v.slice(0, MAX_CHARS - 1)}\u2026` : v; };
 const fmt = (x) => x.toFixed(2);
 
@@ -94,6 +158,19 @@ function render({ model, el }) {
   }
   const table = h("table", "sv-beam-table");
   root.append(title, controls, note, treeBox, readout, legendBox, table);
+  const live = liveHost(model, root, title, {
+    page: async (_, m, text) => {
+      const spec = model.get("live_spec");
+      const e = m.encode(text);
+      const b = await m.beam(e.ids, spec.beam_size, { lengthPenalty: spec.length_penalty, trace: true,
+        withGreedy: true });
+      const traits = flattenSearch(b.trace, m.tgtItos);
+      const note = m.formatNote(e.chars.join(""));
+      return { traits, view: { step: traits.step_start.length - 2 }, notes: note ? e.notes.concat([note]) : e.notes,
+        status: `beam of ${spec.beam_size}: \u201c${m.text(b.hypotheses[0][0])}\u201d; greedy: ` +
+          `\u201c${m.text(b.trace.greedy.map(([t]) => t))}\u201d`, raw: { src: e.ids, trace: b.trace, traits } };
+    },
+  });
   legendBox.querySelectorAll(".sv-beam-swatch").forEach((e) => e.setAttribute("aria-hidden", "true"));
 
   stepS.input.addEventListener("input", () => save(model, "step", parseInt(stepS.input.value, 10)));
@@ -390,16 +467,20 @@ function render({ model, el }) {
   treeBox.addEventListener("blur", () => { kcur = null; if (L) L.clearHover(); });
 
   rebuild();
-  // New search data rebuilds; the pruned switch shows the other layout (built on first use); step and scoring redraw.
-  return onChanges(model, {
+  // New search data rebuilds; the pruned switch shows the other layout (built on first use); step and scoring redraw;
+  // a new live_spec makes a new bar.
+  const stop = onChanges(model, {
     data: ["parent", "status", "logprob", "token", "vocab", "step_start", "greedy", "result", "beam_size",
       "length_penalty", "joiner", "title"],
     layout: ["show_pruned"],
     view: ["step", "normalise", "alpha"],
+    live: ["live_spec"],
   }, (kinds) => {
+    if (kinds.has("live")) live.reset();
     if (kinds.has("data")) rebuild();
     else if (kinds.has("layout")) { layout(); draw(); } else draw();
   });
+  return () => { stop(); live.stop(); };
 }
 
 export default { render };

@@ -1,8 +1,9 @@
-// LSTMGates view: its ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) followed by this file, so
-// it imports nothing and also runs from the static book's widget state.
+// LSTMGates view: its ES module is _prelude.js (palettes, h, bytesOf, legend, onChanges, …) and _live.js (the live
+// bar) followed by this file, so it imports nothing and also runs from the static book's widget state.
 // State (see lstm_gates.py): traces = uint8 bytes (G, T, units) C order, gate g decoded as lo + q / 255 * (hi - lo)
 // with [lo, hi] = ranges[g]; gates, labels, kinds ("sigmoid" | "tanh" | "cell"); shape = [T, units]; tokens;
-// gate (selected name); step (current time step); title.
+// gate (selected name); step (current time step); title; live_spec (LSTMGates.live): the shipped character LSTM's
+// gates and states of one layer (the bar's layer selector) over the reader's text, from the zero state.
 // The heatmap fits its container: time steps as wide as the width allows (at most 28 px); where a step would be too
 // narrow for its token's label, the time axis keeps 14 px steps and scrolls sideways in a box the keyboard can reach,
 // following the time step.
@@ -75,6 +76,28 @@ function stepStats(s, g, t) {
   return { mean: sum / s.U, top: units.slice(0, 3), bottom: units.slice(-1)[0] };
 }
 
+// What the widget draws for the reader's text, computed in the page (the traits LSTMGates.set_data sets): each gate
+// the recorded example shows, of one layer, quantised over its range (a sigmoid 0..1, tanh -1..1, the cell state
+// symmetric around 0, at least -1..1).
+async function liveGates(model, m, text, layer) {
+  const spec = model.get("live_spec");
+  const e = m.encode(text, { max: spec.max_chars, keep: "start", why: `the widget draws at most ${spec.max_chars}` });
+  const t = await m.trace(e.ids); // each (L, T, d_h)
+  const T = t.T, U = t.dh, gates = model.get("gates"), kinds = model.get("kinds");
+  const traces = new Uint8Array(gates.length * T * U), ranges = [];
+  gates.forEach((g, i) => {
+    const values = t[g].subarray(layer * T * U, (layer + 1) * T * U);
+    let r = 1;
+    if (kinds[i] === "cell") for (const x of values) r = Math.max(r, Math.abs(x));
+    const [lo, hi] = kinds[i] === "sigmoid" ? [0, 1] : kinds[i] === "tanh" ? [-1, 1] : [-r, r];
+    ranges.push([lo, hi]);
+    quantized(values, lo, hi, traces, i * T * U);
+  });
+  return { traits: { traces: new DataView(traces.buffer), ranges, shape: [T, U], tokens: e.chars },
+    view: { step: Math.min(model.get("step"), T - 1) }, notes: e.notes,
+    status: `read ${e.ids.length} characters; layer ${layer} shown`, raw: { ids: e.ids, layer, trace: t } };
+}
+
 function render({ model, el }) {
   const { root, title, controls } = frame(el, "sv-lstm");
   let s = null;
@@ -102,6 +125,24 @@ function render({ model, el }) {
   const summary = srOnly("div", "sv-summary");
   summary.setAttribute("aria-live", "polite");
   root.append(title, controls, axes, main, readout, legendBox, stepTitle, table, summary);
+  let liveLayer = 0;
+  const live = liveHost(model, root, title, {
+    page: (_, m, text, request) => liveGates(model, m, text, request.layer),
+    request: () => ({ layer: liveLayer }),
+    controls: (bar, row) => {
+      const spec = model.get("live_spec");
+      liveLayer = spec.layer;
+      const sel = h("select", "sv-live-layer");
+      for (let l = 0; l < spec.layers; l++) {
+        const o = h("option", "", `layer ${l}`);
+        o.value = String(l);
+        sel.appendChild(o);
+      }
+      sel.value = String(liveLayer);
+      sel.addEventListener("change", () => { liveLayer = parseInt(sel.value, 10); bar.run(); });
+      row.appendChild(labelled("show ", sel));
+    },
+  });
 
   let cw = 10, ch = 6, width = widthOf(root), font = 0, tokenSpans = [], stepCanvases = [], stepWidth = 0;
   let cursor = null;
@@ -208,7 +249,9 @@ function render({ model, el }) {
     });
     strip.replaceChildren(...tokenSpans);
     const nameW = Math.min(210, Math.floor(width * 0.45));
-    stepWidth = Math.max(s.U, Math.min(480, width - nameW - 12));
+    // a pixel per unit where that fits; more units than the column has pixels share them (a row then wraps under
+    // its name and takes the column's width)
+    stepWidth = Math.min(width - 4, Math.max(s.U, Math.min(480, width - nameW - 12)));
     table.replaceChildren();
     stepCanvases = s.gates.map((_, g) => {
       const row = h("div", "sv-step-row");
@@ -260,17 +303,19 @@ function render({ model, el }) {
 
   rebuild();
   const stopResize = onResize(root, (w) => { width = w; layout(); drawGate(); drawStep(); });
-  // New data rebuilds; a gate or time-step change redraws only what it touches.
+  // New data rebuilds; a gate or time-step change redraws only what it touches; a new live_spec makes a new bar.
   const stop = onChanges(model, {
     data: ["traces", "gates", "labels", "kinds", "ranges", "shape", "tokens", "title"],
     gate: ["gate"],
     step: ["step"],
+    live: ["live_spec"],
   }, (kinds) => {
+    if (kinds.has("live")) live.reset();
     if (kinds.has("data")) { rebuild(); return; }
     if (kinds.has("gate")) drawGate();
     if (kinds.has("step")) drawStep();
   });
-  return () => { stop(); stopResize(); };
+  return () => { stop(); stopResize(); live.stop(); };
 }
 
 export default { render };

@@ -1,8 +1,14 @@
-// NextTokenDistribution view: its ES module is _prelude.js (h, bytesOf, visible, slider, onChanges, …) followed by
-// this file. Temperature is applied here, in the browser:
+// NextTokenDistribution view: its ES module is _prelude.js (h, bytesOf, visible, slider, onChanges, …) and _live.js
+// (the live bar) followed by this file. Temperature is applied here, in the browser:
 //   p_i = softmax(z / T)_i = exp((z_i - z_max) / T) / sum_j exp((z_j - z_max) / T)
 // State: logits = float32 little-endian bytes sorted from highest to lowest (-inf allowed), tokens in the same order,
-// temperature, top_k, k_max, t_min, t_max, sample_top_k, seed, title.
+// temperature, top_k, k_max, t_min, t_max, sample_top_k, seed, title; live_spec (NextTokenDistribution.live).
+// Live (the shipped character transformer): the bars are the next character after the reader's prompt; once the bar
+// is open each bar is a button (click, Enter or Space) that appends its character, and the bar's "greedy" and
+// "sample" buttons append n generated characters (sampled at the widget's temperature, from its top k when "only
+// from the top k" is ticked, with its seed: the same prompt and seed give the same text).
+
+const N_MAX = 200; // the most characters one press generates
 
 function floats32(v) {
   const b = bytesOf(v);
@@ -53,6 +59,49 @@ function render({ model, el }) {
   const samples = h("div", "sv-samples");
   samples.setAttribute("aria-live", "polite");
   root.append(title, controls, stats, bars, sampleRow, samples);
+  const live = liveHost(model, root, title, {
+    page: async (_, m, text) => {
+      const e = m.encode(text);
+      const f = await m.forward(e.ids);
+      // highest first; ties keep vocabulary order (np.argsort(-z, kind="stable"))
+      const order = Array.from(f.next.keys()).sort((a, b) => f.next[b] - f.next[a] || a - b);
+      // the vocabulary is the recorded example's (the same model), so k_max and top_k stay
+      return { traits: { logits: f32Bytes(order.map((i) => f.next[i])), tokens: order.map((i) => m.itos[i]) },
+        notes: e.notes, status: `read ${e.ids.length} characters`, raw: { ids: e.ids, next: f.next } };
+    },
+    generate: async (_, m, text, o) => {
+      const e = m.encode(text, { max: null }); // the model reads its last `context` characters as it steps
+      const ids = await m.generate(e.ids, o.n, o.greedy ? { greedy: true }
+        : { temperature: o.temperature, topK: o.top_k, seed: o.seed });
+      return e.chars.join("") + m.text(ids);
+    },
+    controls: (bar, row) => {
+      const n = h("input", "sv-live-n");
+      n.type = "number"; n.min = "1"; n.max = String(N_MAX); n.value = String(model.get("live_spec").n || 40);
+      const seed = h("input", "sv-live-seed");
+      seed.type = "number"; seed.min = "0"; seed.step = "1";
+      seed.value = String(model.get("seed"));
+      seed.addEventListener("change", () => {
+        const v = Math.max(0, Math.floor(Number(seed.value) || 0));
+        seed.value = String(v);
+        save(model, "seed", v);
+      });
+      const go = (greedy) => {
+        const count = Math.max(1, Math.min(N_MAX, Math.floor(Number(n.value) || 1)));
+        n.value = String(count);
+        bar.generate({ n: count, greedy, temperature: model.get("temperature"), seed: model.get("seed"),
+          top_k: model.get("sample_top_k") ? model.get("top_k") : null });
+      };
+      const greedyB = h("button", "sv-live-greedy", "greedy");
+      greedyB.type = "button";
+      greedyB.addEventListener("click", () => go(true));
+      const sampleB = h("button", "sv-live-sample", "sample");
+      sampleB.type = "button";
+      sampleB.addEventListener("click", () => go(false));
+      row.append(labelled("append ", n, " characters:"), greedyB, sampleB, labelled("seed ", seed));
+    },
+    opened: () => draw(),
+  });
 
   let z = null, tokens = null, p = null, clicks = 0;
   const toX = (T) => Math.log(T / model.get("t_min")) / Math.log(model.get("t_max") / model.get("t_min"));
@@ -105,10 +154,11 @@ function render({ model, el }) {
     stats.textContent = `V = ${p.length}; entropy ${H.toFixed(3)} bits (perplexity ${Math.pow(2, H).toFixed(2)}); ` +
       `the top ${k} hold ${(100 * topMass).toFixed(1)}% of the probability`;
     const rows = [];
+    const bar0 = live.current(), picking = Boolean(bar0 && bar0.isOpen()); // live: a bar appends its token
     for (let i = 0; i < k; i++) {
       const row = h("div", "sv-bar-row");
       row.setAttribute("role", "listitem");
-      const label = h("span", "sv-tok sv-bar-label", visible(tokens[i]));
+      const label = h(picking ? "button" : "span", "sv-tok sv-bar-label", visible(tokens[i]));
       label.title = tokens[i];
       const track = h("div", "sv-bar-track");
       track.setAttribute("aria-hidden", "true");
@@ -116,6 +166,14 @@ function render({ model, el }) {
       bar.style.width = `${(100 * p[i]) / p[0]}%`;
       track.appendChild(bar);
       row.append(label, track, h("span", "sv-bar-value", p[i].toFixed(4)));
+      if (picking) { // the token is a button (Enter, Space); a click anywhere on its row does the same
+        const tok = tokens[i];
+        label.type = "button";
+        label.classList.add("sv-bar-pick");
+        label.setAttribute("aria-label", `append \u201c${visible(tok)}\u201d (p = ${p[i].toFixed(4)})`);
+        row.classList.add("sv-bar-picking");
+        row.addEventListener("click", () => bar0.setText(bar0.field.value + tok));
+      }
       rows.push(row);
     }
     bars.setAttribute("aria-label", `the ${k} most probable next tokens at temperature ${T.toFixed(T < 1 ? 3 : 2)}`);
@@ -128,14 +186,18 @@ function render({ model, el }) {
 
   readData();
   draw();
-  // New scores (set_data from Python) are decoded again; everything else only redraws.
-  return onChanges(model, {
+  // New scores (set_data from Python, or the live bar) are decoded again; a new live_spec makes a new bar; everything
+  // else only redraws.
+  const stop = onChanges(model, {
     data: ["logits", "tokens", "k_max"],
     view: ["temperature", "top_k", "sample_top_k", "seed", "title", "t_min", "t_max"],
+    live: ["live_spec"],
   }, (kinds) => {
+    if (kinds.has("live")) live.reset();
     if (kinds.has("data")) readData();
     draw();
   });
+  return () => { stop(); live.stop(); };
 }
 
 export default { render };
