@@ -177,28 +177,17 @@ def vendor_live(out: Path, models: Path | None) -> dict:
     return info
 
 
-# A bare page that loads the live runtime from vendor/ as the book will: what tests/browser/test_live_models.py and
-# bench/bench_live.py serve (`live_site`). The runtime is configured, nothing is loaded until a model is asked for.
-LIVE_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>seqviz live models</title></head>
-<body><main><h1>seqviz live models</h1><p id="status">loading the runtime module</p></main>
-<script type="module">
-import * as live from "./vendor/live/live.js";
-live.configureLive({ ort: "vendor/onnxruntime-web/", models: "vendor/live/models/" });
-window.live = live;
-document.getElementById("status").textContent = "ready";
-window.liveReady = true;
-</script></body></html>
-"""
-
-
-def live_site(root: Path, models: Path) -> dict:
-    """A folder ``root`` to serve: ``index.html`` (LIVE_PAGE) and ``vendor/`` with the live bundle and the export in
-    ``models``; returns :func:`vendor_live`'s summary."""
-    root.mkdir(parents=True, exist_ok=True)
-    info = vendor_live(root / "vendor", models)
-    (root / "index.html").write_text(LIVE_PAGE, encoding="utf-8")
-    return info
+# How a page of the built book imports the live runtime, as the live widgets do (widgets/static/_live.js): from the
+# book's vendor/ folder, found by the seqviz-offline.js script every page and slide deck loads from it; the module is
+# window.live afterwards, configured for the book's copies (tests/browser/test_live_models.py, bench/bench_live.py).
+LIVE_IMPORT_JS = """async () => {
+  const s = document.querySelector('script[src*="vendor/seqviz-offline.js"]');
+  const u = new URL(s.src); u.search = "";
+  const vendor = u.href.slice(0, u.href.lastIndexOf("/") + 1);
+  window.live = await import(vendor + "live/live.js");
+  window.live.configureLive({ ort: vendor + "onnxruntime-web/", models: vendor + "live/models/" });
+  window.vendorUrl = vendor;
+}"""
 
 
 def check_versions() -> list[str]:

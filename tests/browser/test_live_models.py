@@ -1,64 +1,41 @@
-"""The live models in headless Chromium: the runtime (vendor/live/live.js) and onnxruntime-web load from the
-page's own folder, offline, and on fixed inputs the page's logits, attention, q/k/v, LSTM gates and states and
-cross-attention equal PyTorch's on the same checkpoint (max abs difference <= 1e-4); its greedy and beam outputs equal
-seqviz.decode's on five prompts per model; seeded sampling repeats; bad input gets a clear error. Every page makes
-zero requests that leave the machine and logs zero console errors.
+"""The live runtime in the built book, headless Chromium: the module the live widgets load (vendor/live/live.js)
+and onnxruntime-web come from the book's own vendor/ folder, offline, and on fixed inputs the page's logits,
+attention, q/k/v, LSTM gates and states and cross-attention equal PyTorch's on the same checkpoint (max abs difference
+<= 1e-4); its greedy and beam outputs equal seqviz.decode's on five prompts per model; seeded sampling repeats; bad
+input gets a clear error. Every page makes zero requests that leave the machine and logs zero console errors.
 
-The page is the bare one of scripts/vendor_js.py (LIVE_PAGE) served from a temporary folder, with the export of
-`make live-models` when _build/live-models holds a fresh one, else a fresh export made here.
+The page is the built Visual tools page, whose "Try the models" widgets use this same module (the same URL, so the
+same instance and the same loaded models); the tests call its API directly, for every model, including the LSTM's
+decoding, which no widget offers. test_live_widgets.py drives the widgets themselves.
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import importlib.util
-import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from svbrowser import PageLog, is_loopback
+from svbrowser import ROOT, PageLog, is_loopback
 
-ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("vendor_js", ROOT / "scripts" / "vendor_js.py")
 vendor_js = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(vendor_js)
 
 TOL = 1e-4
+PAGE = "book/visual_tools.html"
 PROMPT = "ROMEO.\nBut, soft! what light through yonder window breaks?\nIt is the east"   # 73 characters
 LM_PROMPTS = ["ROMEO.\n", "First Citizen:\nBefore we proceed", "KING HENRY:\n", "O, ", "To be, or not to be"]
 DATES = ["3rd of March 1999", "March 3, 1999", "03-MAR-99", "Wednesday the 3rd of March 1999", "12/25/2031"]
 
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
-def live_url(tmp_path_factory):
-    """The bare live page, served on 127.0.0.1."""
-    from seqviz.live import DEFAULT_OUT, StaleExport, check_folder, export_all
-
-    models = ROOT / DEFAULT_OUT
-    try:
-        check_folder(models)
-    except (FileNotFoundError, StaleExport):
-        models = tmp_path_factory.mktemp("live-models")
-        export_all(models, log=lambda s: None)
-    site = tmp_path_factory.mktemp("live-site")
-    vendor_js.live_site(site, models)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=site))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    server.shutdown()
-    server.server_close()
+def live_url(site):
+    return site + PAGE
 
 
 def open_live(browser, url):
-    """(page, log): the live page with every request leaving loopback blocked and recorded, console errors kept."""
+    """(page, log): the built page with every request leaving loopback blocked and recorded, console errors kept,
+    and the live runtime imported as the widgets import it (window.live)."""
     ctx = browser.new_context(service_workers="block")
     log = PageLog()
 
@@ -74,8 +51,8 @@ def open_live(browser, url):
     page.on("console", lambda m: log.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: log.errors.append(f"uncaught: {e}"))
     page.on("request", lambda r: log.requests.append(r.url))
-    page.goto(url)
-    page.wait_for_function("window.liveReady === true")
+    page.goto(url, wait_until="load")
+    page.evaluate(vendor_js.LIVE_IMPORT_JS)
     return page, log
 
 
@@ -345,16 +322,17 @@ def test_the_runtime_runs_from_a_url_per_file_where_no_folder_is_served(browser,
     try:
         got = page.evaluate("""async () => {
           const blob = async (path) => URL.createObjectURL(await (await fetch(path)).blob());
-          const manifest = await (await fetch("vendor/live/models/manifest.json")).json();
-          const files = { "manifest.json": await blob("vendor/live/models/manifest.json") };
+          const v = window.vendorUrl;
+          const manifest = await (await fetch(v + "live/models/manifest.json")).json();
+          const files = { "manifest.json": await blob(v + "live/models/manifest.json") };
           for (const f of Object.values(manifest.models.dates.files)) {
-            files[f.file] = await blob("vendor/live/models/" + f.file);
+            files[f.file] = await blob(v + "live/models/" + f.file);
           }
           for (const f of ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]) {
-            files[f] = await blob("vendor/onnxruntime-web/" + f);
+            files[f] = await blob(v + "onnxruntime-web/" + f);
           }
           delete globalThis.__seqvizLive1;         // a page that never configured the runtime (nothing loaded yet)
-          const fresh = await import(await blob("vendor/live/live.js"));
+          const fresh = await import(await blob(v + "live/live.js"));
           let refused = null;
           try { fresh.configureLive({}); } catch (e) { refused = e.message; }
           fresh.configureLive({ files });
