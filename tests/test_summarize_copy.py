@@ -431,11 +431,12 @@ def test_bad_input_gets_clear_errors(tmp_path):
         write_headlines(model, tok, ["the cat sat"], name_first=True)
 
 
-def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):
+@pytest.mark.parametrize("arch", ["encdec", "lm"])
+def test_checkpoint_round_trip_and_wrong_hash_refused(arch, tmp_path):
     from seqviz.summarize.copy_checkpoint import CopyRecipe, load_copy_summarizer, save_copy_summarizer
 
     tok = _tiny_tok()
-    recipe = CopyRecipe(d_model=16, num_layers=1, max_source=20, max_summary=4)
+    recipe = CopyRecipe(arch=arch, d_model=16, num_layers=1, max_source=20, max_summary=4)
     torch.manual_seed(0)
     model = build_copy_model(recipe.model_config(len(tok))).eval()
     path = tmp_path / "copy.pt"
@@ -443,7 +444,8 @@ def test_checkpoint_round_trip_and_wrong_hash_refused(tmp_path):
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     loaded, tok2, _ = load_copy_summarizer(path, digest)
     assert not loaded.training and tok2.vocab.itos == tok.vocab.itos
-    assert loaded.net.E_src.weight is loaded.net.V.weight                          # the tie survives the round trip
+    E = loaded.net.E_src if arch == "encdec" else loaded.net.E
+    assert E.weight is loaded.net.V.weight                                         # the tie survives the round trip
     x = torch.tensor([tok.encode_source("the cat sat on the mat", 20).ext])
     y = torch.tensor([[5, 6, tok.eos_id]])
     with torch.no_grad():
@@ -585,7 +587,11 @@ def test_keep_drop_head_reads_each_lead_word_at_its_last_piece():
 # -- the shipped checkpoint (make copy-summarizer) -------------------------------------------------------------------
 def test_shipped_copy_checkpoint_is_verified_small_and_the_one_recorded(tmp_path):
     from seqviz.data import load_corpus
-    from seqviz.summarize.copy_checkpoint import COPY_CHECKPOINT, COPY_SHA256, check_loss, load_copy_summarizer
+    from dataclasses import asdict
+
+    from seqviz.summarize.copy_checkpoint import (COPY_CHECKPOINT, COPY_SHA256, CopyRecipe, check_loss,
+                                                  load_copy_summarizer)
+    from seqviz.summarize.copy_models import CopyLM
 
     if not COPY_CHECKPOINT.is_file():
         pytest.fail(f"{COPY_CHECKPOINT} is missing: run `make copy-summarizer`")
@@ -593,6 +599,8 @@ def test_shipped_copy_checkpoint_is_verified_small_and_the_one_recorded(tmp_path
     assert COPY_CHECKPOINT.stat().st_size <= 8_000_000
     model, tok, info = load_copy_summarizer()                                      # checks COPY_SHA256
     assert not any(m.training for m in model.modules()) and model.copy is not None
+    # the file is what the package's recipe makes (`make copy-summarizer`: CopyRecipe's defaults), the δ LM
+    assert info["recipe"] == asdict(CopyRecipe()) and isinstance(model, CopyLM)
     # the loss on the first 32 validation pairs is the one recorded when the file was written (CPU drift only)
     assert check_loss(model, tok, load_corpus("bbc")) == pytest.approx(info["check_loss"], abs=1e-3)
     bad = tmp_path / "bad.pt"
