@@ -229,7 +229,9 @@ def main() -> None:
             ms.append(widget(page, lm_group, None, "open"))
             problems += external + errors
             page.context.close()
-        figures["widgets: Run live, first time (runtime + model + three widgets drawn)"] = stats(ms)
+        label = "widgets: Run live, first time (runtime + model + three widgets drawn)"
+        figures[label] = stats(ms)
+        print(f"{label:62s} {figures[label]}")
         page, external, errors = page_of(browser, url)
         widget(page, lm_group, None, "open")
         timed = {
