@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_summarize.py            # everything, one thread (about 15 min on a busy machine)
     .venv/bin/python bench/bench_summarize.py --quick    # 30 test articles, models trained 1/10 as long: a smoke
                                                          # run only, written to summarize_dev.json
+    .venv/bin/python bench/bench_summarize.py --faithfulness   # the hand labels' rates and the proxy only, merged
+                                                         # into summarize.json as "faithfulness" (seconds)
 
 Protocol: ``load_corpus("bbc")`` (train 1,656 / valid 210 / test 226). Every choice (lead k, selector k) is made on
 the validation split; ROUGE-1/2/L F x 100 (``seqviz.metrics``, equal to rouge-score), mean over test articles.
@@ -36,7 +38,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import read_results, write_results  # noqa: E402
+from _results import machine, read_results, write_results  # noqa: E402
 
 from seqviz import set_seed  # noqa: E402
 from seqviz.data import load_corpus  # noqa: E402
@@ -170,13 +172,54 @@ def kept_blocks(name: str, produced: dict) -> dict:
     return {k: v for k, v in old.items() if k not in produced and k not in ("machine", "test_articles")}
 
 
+def faithfulness_figures() -> dict:
+    """``--faithfulness``: chapter 8's hand labels (``seqviz.summarize.faithfulness``, the first 60 test articles,
+    four systems, one annotator) as the share of each label per system with Wilson 95 % intervals, the guided copy
+    model against lead-5 and the reference (paired bootstrap over the articles, 10,000 resamples, seed 0), and the
+    automatic proxy ``unsupported()`` against the labels (precision and recall for "unfaithful", the headlines it
+    catches, misses and flags wrongly). Refuses labels of headlines the package no longer decodes (relabel first)."""
+    from seqviz.summarize import faithfulness as fa
+
+    stale = fa.stale_headlines()
+    if stale:
+        raise SystemExit(f"{len(stale)} labelled headlines are not what the package decodes now: relabel "
+                         f"{fa.LABELS_PATH.name} first (faithfulness.system_headlines()), e.g.\n"
+                         + "\n".join(stale[:5]))
+    labels = fa.load_labels()
+    rows = fa.rates_rows(fa.faithfulness_rates(labels))
+    p = fa.proxy_agreement(labels)
+    pct = lambda x: None if x is None else round(100 * x, 1)  # noqa: E731
+    proxy = [{"system": "all four", **p["counts"], "precision_pct": pct(p["precision"]),
+              "precision_ci95": [pct(x) for x in p["precision_ci95"]], "recall_pct": pct(p["recall"]),
+              "recall_ci95": [pct(x) for x in p["recall_ci95"]]}]
+    proxy += [{"system": s, **c} for s, c in p["by_system"].items()]
+    for r in rows["rates"]:
+        if r["system"] == fa.GUIDED or r["label"] == "unfaithful":
+            print(f"{r['system']:12s} {r['label']:13s} {r['count']:2d}/{r['of']} {r['share_pct']:5.1f}% "
+                  f"[{r['ci95_low_pct']}, {r['ci95_high_pct']}]")
+    print(f"proxy: {p['counts']}, precision {pct(p['precision'])}%, recall {pct(p['recall'])}%")
+    setup = [{"articles": len(labels["articles"]), "selection": labels["selection"],
+              "annotator": labels["annotator"], "guided_checkpoint_sha256": labels["guided_checkpoint_sha256"],
+              "rule": "seqviz.summarize.faithfulness.RULE and DECISIONS",
+              "bootstrap": "10,000 paired resamples, seed 0"}]
+    return {"rates": rows["rates"], "paired": rows["paired"], "proxy": proxy, "proxy_cases": p["cases"],
+            "setup": setup}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="30 test articles, training 1/10 as long: a smoke run only")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint", help="another copy-summarizer file, unchecked (a smoke test of a rebuild)")
+    ap.add_argument("--faithfulness", action="store_true",
+                    help="only the faithfulness labels' rates and the proxy's agreement (seconds), merged into "
+                         "summarize.json under 'faithfulness'; the rest of the file is kept")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.faithfulness:
+        figures = {"faithfulness": faithfulness_figures(), "faithfulness_machine": machine()}
+        write_results("summarize", {**(read_results("summarize") or {}), **figures})
+        return
     corpus = load_corpus("bbc")
     test = list(corpus.test[:30] if args.quick else corpus.test)
     div = 10 if args.quick else 1
