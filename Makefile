@@ -146,7 +146,8 @@ browser-test: book chromium
 lab: setup
 	@mkdir -p notebooks; $(VENV)/bin/jupyter lab notebooks
 
-bench: setup
+# bench_live.py measures the live widgets in the built book, so the benchmarks need it built
+bench: book
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
 clean:

@@ -101,7 +101,7 @@ def test_cross_attention_and_the_xss_token_shows_as_text(tools):
 
 def test_lstm_gate_selector_slider_and_token_strip(tools):
     page = tools
-    root = page.locator(".sv-lstm")
+    root = page.locator(".sv-lstm").first  # the section on the LSTM; "Try the models" has a live one too
     mid, m = model_of(embedded_models(page), "LSTMGates")
     tokens = m["state"]["tokens"]
     assert root.get_attribute("data-gate") == "f" and root.get_attribute("data-step") == "7"
@@ -182,7 +182,7 @@ def test_positional_numbers_in_the_browser_equal_python(tools):
 
 def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
     page = tools
-    root = page.locator(".sv-next")
+    root = page.locator(".sv-next").first
     mid, m = model_of(embedded_models(page), "NextTokenDistribution")
     z = np.frombuffer(m["buffers"]["logits"], "<f4").astype(np.float64)
     assert root.locator(".sv-bar-label").count() == 15
@@ -201,7 +201,7 @@ def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
 
 def test_next_token_sampling_button_and_top_k_box(tools):
     page = tools
-    root = page.locator(".sv-next")
+    root = page.locator(".sv-next").first
     tokens = set(model_of(embedded_models(page), "NextTokenDistribution")[1]["state"]["tokens"])
     root.locator("button.sv-sample").click()
     first = root.locator(".sv-samples .sv-sample").all_text_contents()
