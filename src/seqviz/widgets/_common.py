@@ -37,6 +37,16 @@ def esm(name: str) -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in parts)
 
 
+class Described:
+    """The widget's plain-text form, which a notebook stores beside the widget: what a reader without the widget
+    state (a repository preview, a text-only viewer) sees in its place, instead of an object's memory address."""
+
+    def __repr__(self) -> str:
+        title = getattr(self, "title", "") or ""
+        return (f"[{type(self).__name__}{': ' + title if title else ''}: an interactive widget, drawn where "
+                "the notebook runs or in the HTML book]")
+
+
 def to_array(x, name: str) -> np.ndarray:
     """A float64 NumPy copy of a tensor/array/nested list; rejects strings, complex and non-numeric input."""
     if isinstance(x, (str, bytes)):

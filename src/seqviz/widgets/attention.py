@@ -16,8 +16,8 @@ import traitlets
 
 from seqviz.attention import causal_mask
 
-from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
-                      to_array)
+from ._common import (CSS, Described, check_finite, check_index, check_nonempty, check_tokens, esm, plain,
+                      quantize_uint8, to_array)
 from ._live import LiveMode
 
 __all__ = ["AttentionHeatmap", "AttentionData", "prepare_attention", "causal_mask"]
@@ -129,7 +129,7 @@ def _names(value, n: int, name: str, what: str) -> list[str]:
     return names
 
 
-class AttentionHeatmap(anywidget.AnyWidget, LiveMode):
+class AttentionHeatmap(Described, anywidget.AnyWidget, LiveMode):
     """Interactive attention heatmap with layer/head selectors, an all-heads grid, a read-out of the cell under the
     mouse or the keyboard's cursor, and masked cells. It fits its container (see ``static/attention.js``).
 

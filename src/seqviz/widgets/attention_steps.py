@@ -21,7 +21,7 @@ import traitlets
 
 from seqviz.attention import attention
 
-from ._common import CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain
+from ._common import Described, CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain
 from ._live import LiveMode
 
 __all__ = ["AttentionSteps", "StepsData", "QueryAttention", "prepare_steps", "MAX_VALUES"]
@@ -163,7 +163,7 @@ def _pick(values, n: int, name: str) -> list[int]:
     return picked
 
 
-class AttentionSteps(anywidget.AnyWidget, LiveMode):
+class AttentionSteps(Described, anywidget.AnyWidget, LiveMode):
     """One query's scaled dot-product attention, step by step, computed in the browser from q, k, v.
 
     ``AttentionSteps(q, k, v, tokens, key_tokens=None, query=0, causal=False)`` with q (T_q, d_k), k (T_k, d_k),

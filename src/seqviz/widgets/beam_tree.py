@@ -19,7 +19,7 @@ import traitlets
 
 from seqviz.decode import STATUSES, BeamCandidate, BeamTrace, beam_search, check_length_penalty
 
-from ._common import CSS, check_index, esm, plain
+from ._common import Described, CSS, check_index, esm, plain
 from ._live import LiveMode, count
 
 __all__ = ["BeamTree", "BeamData", "prepare_beam", "KEPT", "PRUNED", "FINISHED", "GREEDY_ONLY", "MAX_NODES"]
@@ -218,7 +218,7 @@ def prepare_beam(trace: BeamTrace, tokens, root_label: str | None = None) -> Bea
                     n_steps=n_steps)
 
 
-class BeamTree(anywidget.AnyWidget, LiveMode):
+class BeamTree(Described, anywidget.AnyWidget, LiveMode):
     """A recorded beam search drawn as a tree: a step slider, kept hypotheses highlighted, pruned ones faded,
     finished ones marked, greedy's path overlaid, and the beam at the chosen step listed with both scores.
 

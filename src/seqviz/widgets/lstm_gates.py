@@ -15,8 +15,8 @@ import traitlets
 
 from seqviz.lstm import GATES
 
-from ._common import (CSS, check_finite, check_index, check_nonempty, check_tokens, esm, plain, quantize_uint8,
-                      to_array)
+from ._common import (CSS, Described, check_finite, check_index, check_nonempty, check_tokens, esm, plain,
+                      quantize_uint8, to_array)
 from ._live import LiveMode, count
 
 __all__ = ["LSTMGates", "GateTraces", "GATES", "prepare_gates"]
@@ -93,7 +93,7 @@ def prepare_gates(traces, tokens: Sequence[str], *, atol: float = 1e-4) -> GateT
     return GateTraces(values=values, tokens=toks, ranges=ranges)
 
 
-class LSTMGates(anywidget.AnyWidget, LiveMode):
+class LSTMGates(Described, anywidget.AnyWidget, LiveMode):
     """Units x time heatmaps of an LSTM's gates and states with a time-step slider and the token strip.
 
     ``LSTMGates(traces, tokens)`` with ``traces`` a mapping (or dataclass) from names among ``f, i, g, o, c, h`` to

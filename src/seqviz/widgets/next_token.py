@@ -9,7 +9,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ._common import CSS, check_finite, check_nonempty, check_tokens, esm, plain, to_array
+from ._common import Described, CSS, check_finite, check_nonempty, check_tokens, esm, plain, to_array
 from ._live import LiveMode, count
 
 __all__ = ["NextTokenDistribution", "prepare_logits", "T_MIN", "T_MAX", "K_MAX"]
@@ -47,7 +47,7 @@ def _check_temperature(t) -> float:
     return float(t)
 
 
-class NextTokenDistribution(anywidget.AnyWidget, LiveMode):
+class NextTokenDistribution(Described, anywidget.AnyWidget, LiveMode):
     """Top-k bars of softmax(z / T) with temperature and k sliders and a sampling button, all in the browser.
 
     ``NextTokenDistribution(logits, vocab_tokens, temperature=1.0, top_k=None, title=...)`` with logits (V,) and V

@@ -13,7 +13,7 @@ import traitlets
 
 from seqviz.transformer import _check_base, _positive_int, sinusoidal_encoding
 
-from ._common import CSS, esm
+from ._common import Described, CSS, esm
 
 __all__ = ["PositionalMatrix", "sinusoidal_encoding", "MAX_D_MODEL", "MAX_LEN"]
 
@@ -24,7 +24,7 @@ MAX_D_MODEL = 512  # slider limits; the browser recomputes P P^T, (max_len^2 * d
 MAX_LEN = 512
 
 
-class PositionalMatrix(anywidget.AnyWidget):
+class PositionalMatrix(Described, anywidget.AnyWidget):
     """Sine/cosine positional encodings computed in the browser: the encoding matrix, chosen dimensions as curves over
     positions with two marked positions, and the position x position dot-product matrix P P^T.
 
