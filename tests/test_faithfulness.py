@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from seqviz import results
 from seqviz.summarize import COPY_SHA256
 from seqviz.summarize import faithfulness as fa
 
@@ -32,7 +33,7 @@ def raw():
 # ---- the rule and the file -------------------------------------------------------------------------------------------
 def test_the_rule_defines_each_label_and_the_hard_cases():
     assert fa.LABELS == ("faithful", "unfaithful", "ungrammatical") and set(fa.RULE) == set(fa.LABELS)
-    for case in ("paraphrase", "hedging", "true but unimportant detail", "entity in the wrong role"):
+    for case in ("paraphrase", "hedging", "true but unimportant detail", "entity in the wrong role", "noun phrase"):
         assert case in fa.DECISIONS and len(fa.DECISIONS[case]) > 40, case
     assert "word list" in fa.RULE["ungrammatical"]                 # where the selector's output falls
     doc = fa.__doc__
@@ -72,7 +73,7 @@ def test_a_broken_labels_file_is_refused_with_a_clear_error(raw, tmp_path, break
         fa.load_labels(tmp_path / "none.json")
 
 
-# ---- the labelled headlines are what the corpus, the code and the shipped model give now ------------------------------
+# ---- the labelled headlines are what the corpus, the code and the shipped model give now -----------------------------
 @pytest.fixture(scope="module")
 def current():
     return fa.system_headlines()
@@ -119,7 +120,7 @@ def test_a_changed_headline_is_reported_as_stale(labels, current):
         f"package now makes 'Something else entirely'"]
 
 
-# ---- rates -------------------------------------------------------------------------------------------------------------
+# ---- rates -----------------------------------------------------------------------------------------------------------
 def test_rates_are_the_counts_in_the_file(raw, labels):
     rates = fa.faithfulness_rates(labels, n_boot=2000)
     N = len(raw["articles"])
@@ -166,12 +167,24 @@ def test_rates_rows_are_flat_and_in_percent(labels):
     assert all(not isinstance(v, (dict, list, tuple)) for row in rows["rates"] + rows["paired"] for v in row.values())
 
 
-# ---- the proxy ---------------------------------------------------------------------------------------------------------
+def test_recorded_figures_are_the_labels_now(labels):
+    """The benchmark's record (bench_summarize.py --faithfulness) is what the labels give: relabelling without
+    rerunning the benchmark fails here."""
+    rec = (results.read_results("summarize") or {}).get("faithfulness")
+    assert rec, "no 'faithfulness' in the recorded summarize.json: run bench/bench_summarize.py --faithfulness"
+    assert rec["rates"] == fa.rates_rows(fa.faithfulness_rates(labels))["rates"]
+    p = fa.proxy_agreement(labels)
+    assert rec["paired"] == fa.rates_rows(fa.faithfulness_rates(labels))["paired"]
+    assert {k: rec["proxy"][0][k] for k in p["counts"]} == p["counts"] and rec["proxy"][0]["system"] == "all four"
+    assert rec["setup"][0]["guided_checkpoint_sha256"] == labels["guided_checkpoint_sha256"]
+
+
+# ---- the proxy -------------------------------------------------------------------------------------------------------
 def test_a_number_the_article_does_not_have_is_found():
     claims = fa.unsupported("WPP profits surge 25%", WPP)
     assert [(c.kind, c.text) for c in claims] == [("number", "25%")]
     assert fa.unsupported("WPP profits rise 15 per cent", WPP) == []          # "15%" in the article
-    assert fa.unsupported("January sales: 0.5% like-for-like", SALES) == []                       # "0.5 per cent" in the article
+    assert fa.unsupported("January sales: 0.5% like-for-like", SALES) == []   # "0.5 per cent" in the article
     assert fa.unsupported("WPP makes £546 million", WPP) == []                # "£546m"
     assert [c.text for c in fa.unsupported("WPP makes £546bn", WPP)] == ["546bn"]   # a thousand times too much
     assert fa.unsupported("3 WPP units grew", WPP) == []                      # "Three"

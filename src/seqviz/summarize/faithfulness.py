@@ -16,8 +16,11 @@ Each headline gets exactly one of three labels (:data:`LABELS`), decided in this
    keep/drop selector's output falls unless its words, in their order, happen to read as a headline); a text *cut
    off inside a phrase* (a determiner, preposition, auxiliary, adjective or transitive verb with nothing after it:
    lead-5's "British Airways has blamed high"); a subject or name with no predicate, which states nothing ("The
-   Daily and Sunday Telegraph"); and a string that parses but from which no reader could say what is claimed
-   ("Tobacco claim for smoking appeal").
+   Daily and Sunday Telegraph"); a noun phrase that only names things ("Bush budget deficit", "Airways fuel
+   prices") or whose nouns' relation must be guessed ("Yukos bankruptcy auction"), a topic rather than a headline
+   (a noun phrase headed by a news event noun and clearly related, "French wine aid", "Marsh insurance charges", is
+   a headline, judged on the event it reports); and a string that parses but from which no reader could say what
+   is claimed ("Tobacco claim for smoking appeal").
 2. **unfaithful**: it can be read, and something it states is not supported by the article or contradicts it: a wrong
    number, a wrong or invented entity, a reversed polarity (a rise for a fall, a failure for a success), an event
    the article does not report, or a claim the article does not make.
@@ -45,14 +48,19 @@ Decision rules for the hard cases (:data:`DECISIONS`):
   entity ("Airways" for British Airways) is not a wrong entity.
 - *a cut-off lead that happens to be a complete clause* ("The January sales have failed") is read as it stands and
   judged like any headline.
+- *a noun phrase*: a headline when its head is a news event noun clearly related to its subject ("French wine aid",
+  "IMF gold relief plan"), judged on the event it reports ("winemaker Southcorp takeover" reads as a takeover of
+  Southcorp, which rejected the offer: unfaithful); a topic, so ungrammatical, when it only names things ("Bush
+  budget deficit") or its relation must be guessed.
 
 Who labelled, and how
 ---------------------
 :data:`LABELS_PATH` (``faithfulness_labels.json``, package data) holds the labels of the first :data:`N_ARTICLES`
 articles of ``load_corpus("bbc").test`` in the corpus's order (a seeded rule, not a choice), for four systems
 (:data:`SYSTEMS`): the reference headline, lead-5 (the first five words), the selector (the keep/drop regression's top
-:data:`SELECTOR_K` words, the k chapter 8 chooses on validation and prints beside the other systems) and the guided copy model (the shipped
-copy checkpoint with the selector's p(keep) as its copy prior, greedy: ``write_headlines(..., selector=...)``).
+:data:`SELECTOR_K` words, the k chapter 8 chooses on validation and prints beside the other systems) and the guided
+copy model (the shipped copy checkpoint, chapter 8's δ LM with the copy head, with the selector's p(keep) as its copy
+prior, greedy: ``write_headlines(..., selector=...)``).
 **One annotator labelled every headline once, by reading each whole article; there is no second annotator, so there
 is no agreement figure**, and the rates carry that annotator's judgement in the hard cases (each non-faithful label
 has a one-line reason in the file, and faithful labels in hard cases a note, so a reader can audit them).
@@ -101,9 +109,11 @@ LABELS_PATH = Path(__file__).with_name("faithfulness_labels.json")
 RULE = {
     "ungrammatical": "It cannot be read as a headline, so what it claims cannot be judged: a word list no syntax "
                      "joins (the selector's output, unless its words in their order read as a headline), a text cut "
-                     "off inside a phrase, a subject or name with no predicate, or a string from which no reader "
-                     "could say what is claimed. Telegraphic headline style is fine, with at most a function word "
-                     "supplied.",
+                     "off inside a phrase, a subject or name with no predicate, a noun phrase that only names "
+                     "things or whose nouns' relation must be guessed (a topic, not a headline), or a string from "
+                     "which no reader could say what is claimed. Telegraphic headline style is fine, with at most a "
+                     "function word supplied; a noun phrase headed by a news event ('French wine aid') is a "
+                     "headline.",
     "unfaithful": "It can be read, and something it states is not supported by the article or contradicts it: a "
                   "wrong number, a wrong or invented entity, a reversed polarity, an event the article does not "
                   "report, or a claim the article does not make.",
@@ -119,6 +129,9 @@ DECISIONS = {
     "entity in the wrong role": "Unfaithful (an agent for a patient, a bid's target as the bidder); a clipped name "
                                 "that still picks out the article's entity is not a wrong entity.",
     "cut-off lead that is a clause": "Read as it stands and judged like any headline.",
+    "noun phrase": "A headline when headed by a news event noun clearly related to its subject ('French wine aid'), "
+                   "judged on that event; a topic (ungrammatical) when it only names things ('Bush budget "
+                   "deficit') or its nouns' relation must be guessed.",
 }
 
 
