@@ -56,7 +56,8 @@ Decision rules for the hard cases (:data:`DECISIONS`):
 Who labelled, and how
 ---------------------
 :data:`LABELS_PATH` (``faithfulness_labels.json``, package data) holds the labels of the first :data:`N_ARTICLES`
-articles of ``load_corpus("bbc").test`` in the corpus's order (a seeded rule, not a choice), for four systems
+articles of ``load_corpus("bbc").test`` in the corpus's order (a fixed rule, not a choice; the split is ordered by
+topic, so all of them are business news and the rates speak for business headlines only), for four systems
 (:data:`SYSTEMS`): the reference headline, lead-5 (the first five words), the selector (the keep/drop regression's top
 :data:`SELECTOR_K` words, the k chapter 8 chooses on validation and prints beside the other systems) and the guided
 copy model (the shipped copy checkpoint, chapter 8's δ LM with the copy head, with the selector's p(keep) as its copy
@@ -98,7 +99,7 @@ LABELS = ("faithful", "unfaithful", "ungrammatical")
 GUIDED = "guided copy"
 #: the systems labelled, for every article
 SYSTEMS = ("reference", "lead-5", "selector", GUIDED)
-#: the first N_ARTICLES articles of the test split, in the corpus's order
+#: the first N_ARTICLES articles of the test split, in the corpus's order (all business news: sorted by topic)
 N_ARTICLES = 60
 #: the selector's headline: its top-k words in article order, k = 3 as chapter 8 chooses it on validation (§8.3) and
 #: prints it beside the other systems
