@@ -41,7 +41,7 @@ EXPECTED = {
     "summarization_delta": ["SLP Fig. 9.24", "δ", "delimiter", "</s>", "not scored", "$x_1$", "$x_m$", "$y_1$",
                             "$y_n$"],
     "pointer_generator": ["See et al. 2017", "Argentina", "generated", "copied",
-                          r"$P(w) = p_{gen}\, P_{vocab}(w) + (1 - p_{gen}) \Sigma_{i:\, w_i = w}\, a^t_i$"],
+                          r"$p(w) = p_{gen}\, p_{vocab}(w) + (1 - p_{gen}) \Sigma_{j:\, x_j = w}\, a_t[j]$"],
 }
 
 
