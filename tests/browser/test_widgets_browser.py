@@ -506,6 +506,19 @@ def python_steps(S, l, h, i, causal):
     return dots, dots / np.sqrt(q.shape[1]), w[0].numpy(), out[0].numpy()
 
 
+# The page's AttentionSteps of a trained model with several layers and heads (section "Attention, step by step"),
+# found by its shape: "Try the models" holds a single-head one of the shipped model too, so neither the first float32
+# widget nor the n-th on the page is it.
+SONNET_STEPS = {"dtype": "f4", "shape": [2, 4, 39, 39, 16, 16]}
+
+
+def steps_root(page, m):
+    """The rendered .sv-steps of the embedded model ``m`` (its data-shape is the model's shape)."""
+    root = page.locator(f'.sv-steps[data-shape="{"x".join(map(str, m["state"]["shape"]))}"]')
+    assert root.count() == 1, f"{root.count()} AttentionSteps views of shape {m['state']['shape']}"
+    return root
+
+
 def shown_steps(root):
     """The numbers the AttentionSteps view shows, at full precision (data-value) and as printed."""
     def values(cls):
@@ -517,11 +530,11 @@ def shown_steps(root):
 
 def test_attention_steps_numbers_in_the_browser_equal_python(tools):
     page = tools
-    mid, m = model_of(embedded_models(page), "AttentionSteps", dtype="f4")
+    mid, m = model_of(embedded_models(page), "AttentionSteps", **SONNET_STEPS)
     S = steps_state(m)
     L, H, Tq, Tk, dk, dv = S["shape"]
     assert L * H > 1
-    root = page.locator(".sv-steps").nth(1)
+    root = steps_root(page, m)
     for l, h, i, causal in [(0, 0, Tq - 1, True), (L - 1, H - 1, 5, True), (L - 1, 1, 5, False), (0, 2, 0, True)]:
         root.locator("select.sv-layer").select_option(str(l))
         root.locator("select.sv-head").select_option(str(h))
@@ -559,13 +572,13 @@ def test_attention_steps_of_the_seed_example_and_what_a_click_redraws(tools):
     assert shown_steps(root)[2].tolist() == [1.0, 0.0, 0.0, 0.0] and sig(weighted) != before
     assert root.locator(".sv-steps-scaled").nth(1).text_content() == "\u2212\u221e (masked)"
     # the model's widget: another query redraws the products and the weighted values
-    lm = page.locator(".sv-steps").nth(1)
+    lm = steps_root(page, model_of(embedded_models(page), "AttentionSteps", **SONNET_STEPS)[1])
     prod = lm.locator("canvas.sv-steps-prod")
     p0, w0 = sig(prod), sig(lm.locator("canvas.sv-steps-weighted"))
     lm.locator(".sv-steps-qtok").nth(3).click()
     assert lm.get_attribute("data-query") == "3" and sig(prod) != p0 and sig(lm.locator("canvas.sv-steps-weighted")) != w0
     assert lm.locator(".sv-steps-qtok.sv-current").text_content() == lm.locator(".sv-steps-qtok").nth(3).text_content()
-    S = steps_state(model_of(embedded_models(page), "AttentionSteps", dtype="f4")[1])
+    S = steps_state(model_of(embedded_models(page), "AttentionSteps", **SONNET_STEPS)[1])
     k = lm.locator("canvas.sv-steps-k")
     k.scroll_into_view_if_needed()
     box = k.bounding_box()
@@ -590,7 +603,7 @@ def test_beam_tree_and_attention_steps_follow_traits_and_show_tokens_as_text(too
     assert data(page, hb, "showPruned") == "false"
     shown = page.locator(f"#sv-mock-{hb} .sv-beam-layout:not(.sv-off)")
     assert shown.count() == 1 and shown.locator("g.sv-node.sv-pruned").count() == 0   # the layout without them
-    steps, m2 = model_of(models, "AttentionSteps", dtype="f4")
+    steps, m2 = model_of(models, "AttentionSteps", **SONNET_STEPS)
     hs = mock(page, steps)
     kernel_sets(page, hs, "query", 2)
     kernel_sets(page, hs, "causal", False)
