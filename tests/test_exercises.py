@@ -85,3 +85,15 @@ def test_a_function_not_written_yet_is_reported_and_an_autograder_assert_fails(c
     assert check(todo) is False and "not written yet" in _said(capsys)
     with pytest.raises(AssertionError):
         assert check(todo)
+
+
+def test_the_not_written_yet_report_fits_a_printed_line_for_a_long_name(capsys):
+    """The report prints in the chapters' stored outputs: every line <= 78 characters, for a name as long as the
+    chapters' longest stub (my_copy_distribution) and longer."""
+    def my_very_long_copy_distribution_fn(*args):
+        raise NotImplementedError
+
+    assert check_gru_step(my_very_long_copy_distribution_fn) is False
+    said = _said(capsys)
+    assert "my_very_long_copy_distribution_fn is not written yet" in said and "raise NotImplementedError" in said
+    assert max(map(len, said.splitlines())) <= 78, said

@@ -48,8 +48,8 @@ def call(fn: Callable, *args):
     try:
         return fn(*args), None
     except NotImplementedError:
-        raise NotWrittenYet(f"{getattr(fn, '__name__', 'the function')} is not written yet: replace its "
-                            "`raise NotImplementedError`") from None
+        raise NotWrittenYet(f"{getattr(fn, '__name__', 'the function')} is not written yet:\n  replace its "
+                            "`raise NotImplementedError`") from None       # two lines: each fits a printed page
     except Exception as e:                                         # the student's bug, reported as the verdict
         return None, f"{getattr(fn, '__name__', 'the function')} raised {type(e).__name__}: {e}"
 
