@@ -48,11 +48,12 @@ from seqviz.summarize.delta import (MAX_SUMMARY, Example, build_example, evaluat
 from seqviz.summarize.pretraining import (PRETRAINED_PATH, PRETRAINED_SHA256, PretrainConfig, load_pretrained,
                                           pretrain, save_pretrained)
 from seqviz.summarize.tokenizer import DELIMITER, SPECIALS, SummaryTokenizer
+from seqviz._checks import IGNORE_INDEX  # the target the δ sequence's loss mask writes at the article
 
 # ROUGE lives in seqviz.metrics; these three names stay importable from here for code written before it moved
 from seqviz.metrics import rouge, rouge_corpus, rouge_tokenize  # noqa: E402,F401
 
-__all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer",
+__all__ = ["DELIMITER", "SPECIALS", "SummaryTokenizer", "IGNORE_INDEX",
            "MAX_SUMMARY", "Example", "build_example", "summary_batches", "make_examples", "finetune", "prompt_ids",
            "summarize", "evaluate_rouge",
            "PretrainConfig", "pretrain", "save_pretrained", "load_pretrained", "PRETRAINED_PATH", "PRETRAINED_SHA256",
