@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from svbrowser import (CHROMIUM, CHROMIUM_ARGS, CURRENT_JS, PageLog, is_loopback, layout, require_book,
-                       wait_until_rendered)
+from svbrowser import (CHROMIUM, CHROMIUM_ARGS, CURRENT_JS, PageLog, block_external, is_loopback, layout,
+                       require_book, wait_until_rendered)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -52,15 +52,7 @@ def open_page(browser, site):
                                   color_scheme=color_scheme)
         contexts.append(ctx)
         log = PageLog()
-
-        def route(r):
-            if is_loopback(r.request.url):
-                r.continue_()
-            else:
-                log.external.append(r.request.url)
-                r.abort()
-
-        ctx.route("**/*", route)
+        block_external(ctx, log.external)
         ctx.add_init_script(layout.CANVAS_FONTS)  # each canvas records the smallest font it draws text with
         if CURRENT_JS:  # the pages as they will be once their notebooks run again (see svbrowser)
             layout.route_current_js(ctx)

@@ -74,6 +74,19 @@ def is_loopback(url: str) -> bool:
     return u.hostname in ("127.0.0.1", "localhost", "::1")
 
 
+def block_external(ctx, external: list) -> None:
+    """Let a browser context's loopback requests through; abort every other one and record its URL in ``external``
+    (the book and the widgets must work with no network)."""
+    def route(r):
+        if is_loopback(r.request.url):
+            r.continue_()
+        else:
+            external.append(r.request.url)
+            r.abort()
+
+    ctx.route("**/*", route)
+
+
 def embedded_models(page) -> dict[str, dict]:
     """{model_id: {"state": ..., "buffers": {name: bytes}}} of the seqviz widgets embedded in the page."""
     raw = page.evaluate(

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from svbrowser import is_loopback
+from svbrowser import block_external, is_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 JUPYTER = Path(sys.executable).with_name("jupyter")
@@ -155,15 +155,7 @@ def notebook(lab, browser):
     base, server_log = lab
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     external, errors = [], []
-
-    def route(r):
-        if is_loopback(r.request.url):
-            r.continue_()
-        else:
-            external.append(r.request.url)
-            r.abort()
-
-    ctx.route("**/*", route)
+    block_external(ctx, external)
     page = ctx.new_page()
     page.on("websocket", lambda ws: None if is_loopback(ws.url) else external.append(ws.url))
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
@@ -171,18 +163,26 @@ def notebook(lab, browser):
             if m.type == "error" and any(w in m.text.lower() for w in ("widget", "anywidget", "seqviz", "model"))
             else None)
     page.set_default_timeout(CELL_TIMEOUT)
-    try:
-        page.goto(f"{base}/lab/tree/widgets.ipynb", wait_until="domcontentloaded")
-        page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
-                               " && jupyterapp.shell.currentWidget.content"
-                               " && jupyterapp.shell.currentWidget.content.widgets.length === %d" % len(CELLS))
-        page.wait_for_function(KERNEL_IDLE)
-    except Exception as e:  # noqa: BLE001 - say what the server said
-        ctx.close()
-        pytest.fail(f"JupyterLab did not open the notebook with an idle kernel ({e}).\nserver log:\n{server_log()}",
-                    pytrace=False)
+    open_in_lab(page, f"{base}/lab/tree/widgets.ipynb", len(CELLS), server_log)
     yield page, external, errors
     ctx.close()
+
+
+def open_in_lab(page, url: str, n_cells: int, server_log, prepare=None) -> None:
+    """Open a notebook in JupyterLab (after ``prepare(page)``, if given) and wait until its n_cells cells show and
+    its kernel is idle; otherwise close the page's context and fail the test with the server's log."""
+    try:
+        if prepare is not None:
+            prepare(page)
+        page.goto(url, wait_until="domcontentloaded")
+        page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
+                               " && jupyterapp.shell.currentWidget.content"
+                               " && jupyterapp.shell.currentWidget.content.widgets.length === %d" % n_cells)
+        page.wait_for_function(KERNEL_IDLE)
+    except Exception as e:  # noqa: BLE001 - say what the server said
+        page.context.close()
+        pytest.fail(f"JupyterLab did not open the notebook with an idle kernel ({e}).\nserver log:\n{server_log()}",
+                    pytrace=False)
 
 
 KERNEL_IDLE = """() => {
@@ -377,8 +377,7 @@ def test_solutions_are_folded_when_a_chapter_opens_in_jupyterlab(lab, browser):
     assert solutions and answers, f"{CHAPTER.name} has no folded solution or answer to check"
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     external = []
-    ctx.route("**/*", lambda r: r.continue_() if is_loopback(r.request.url) else (external.append(r.request.url),
-                                                                                   r.abort()))
+    block_external(ctx, external)
     try:
         page = ctx.new_page()
         page.set_default_timeout(CELL_TIMEOUT)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from svbrowser import is_loopback
-from test_jupyterlab import CELL_TIMEOUT, KERNEL_IDLE, RUN_CELL, lab  # noqa: F401 - lab: the server fixture
+from svbrowser import block_external
+from test_jupyterlab import CELL_TIMEOUT, KERNEL_IDLE, RUN_CELL, lab, open_in_lab  # noqa: F401 - lab: a fixture
 
 CELLS = [
     "import json\n"
@@ -28,8 +28,7 @@ def notebook(lab, browser):  # noqa: F811 - the imported fixture
     base, server_log = lab
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     external, errors = [], []
-    ctx.route("**/*", lambda r: r.continue_() if is_loopback(r.request.url) else (external.append(r.request.url),
-                                                                                   r.abort()))
+    block_external(ctx, external)
     page = ctx.new_page()
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
@@ -40,20 +39,13 @@ def notebook(lab, browser):  # noqa: F811 - the imported fixture
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
           "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
                      "source": src} for i, src in enumerate(CELLS)]}
-    try:
+    def save_notebook(page):
         page.goto(f"{base}/lab", wait_until="domcontentloaded")
         page.wait_for_function("() => window.jupyterapp && jupyterapp.serviceManager")
         page.evaluate("async (nb) => { await jupyterapp.serviceManager.contents.save('live.ipynb', "
                       "{type: 'notebook', format: 'json', content: nb}); }", nb)
-        page.goto(f"{base}/lab/tree/live.ipynb", wait_until="domcontentloaded")
-        page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
-                               " && jupyterapp.shell.currentWidget.content"
-                               " && jupyterapp.shell.currentWidget.content.widgets.length === %d" % len(CELLS))
-        page.wait_for_function(KERNEL_IDLE)
-    except Exception as e:  # noqa: BLE001 - say what the server said
-        ctx.close()
-        pytest.fail(f"JupyterLab did not open the notebook with an idle kernel ({e}).\nserver log:\n{server_log()}",
-                    pytrace=False)
+
+    open_in_lab(page, f"{base}/lab/tree/live.ipynb", len(CELLS), server_log, prepare=save_notebook)
     yield page, external, errors
     ctx.close()
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from svbrowser import ROOT, PageLog, is_loopback
+from svbrowser import ROOT, PageLog, block_external, is_loopback
 
 _spec = importlib.util.spec_from_file_location("vendor_js", ROOT / "scripts" / "vendor_js.py")
 vendor_js = importlib.util.module_from_spec(_spec)
@@ -38,15 +38,7 @@ def open_live(browser, url):
     and the live runtime imported as the widgets import it (window.live)."""
     ctx = browser.new_context(service_workers="block")
     log = PageLog()
-
-    def route(r):
-        if is_loopback(r.request.url):
-            r.continue_()
-        else:
-            log.external.append(r.request.url)
-            r.abort()
-
-    ctx.route("**/*", route)
+    block_external(ctx, log.external)
     page = ctx.new_page()
     page.on("console", lambda m: log.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: log.errors.append(f"uncaught: {e}"))
