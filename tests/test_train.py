@@ -80,7 +80,12 @@ def test_trainer_lowers_loss_on_copy_task():
     assert hist.valid_perplexity[-1] == pytest.approx(math.exp(hist.valid_loss[-1]))
     assert hist.eval_steps == [20, 40, 60, 80, 100]  # once per epoch by default
     assert hist.targets == 100 * 8 * 5
-    assert hist.seconds > 0 and hist.tokens_per_second > 0
+    # the wall time is recorded, not judged (a fast machine may measure next to nothing): its use is checked instead
+    assert isinstance(hist.seconds, float) and hist.seconds >= 0
+    if hist.seconds > 0:
+        assert hist.tokens_per_second == hist.targets / hist.seconds
+    else:
+        assert math.isnan(hist.tokens_per_second)
 
 
 def test_training_is_deterministic_under_seed():

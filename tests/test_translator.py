@@ -98,7 +98,9 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
     data = translation_data(recipe, _tiny_corpus())
     model, task, bpe, info = train_translator(recipe, data, progress=False)
     assert [e["epoch"] for e in info["epochs"]] == list(range(1, 31)) and info["data"]["test_pairs"] == 2
-    assert info["device"] == "cpu" and info["wall_seconds"] == info["epochs"][-1]["wall_seconds"] > 0
+    # the time is recorded, not judged: a fast machine fine-tunes this in under 0.05 s, which rounds to 0.0
+    assert info["device"] == "cpu" and info["wall_seconds"] == info["epochs"][-1]["wall_seconds"]
+    assert all(isinstance(e[k], float) and e[k] >= 0 for e in info["epochs"] for k in ("cpu_seconds", "wall_seconds"))
     assert info["epochs"][-1]["valid_loss"] < info["epochs"][0]["valid_loss"]
     path = tmp_path / f"{NAME}.pt"
     digest = save_checkpoint(model, NAME, _vocab_record(task, bpe), info, path)
@@ -121,7 +123,7 @@ def test_a_translator_round_trips_and_refuses_a_wrong_hash(tmp_path):
         finetune_translator(loaded, corpus=_tiny_corpus(), progress=False, device="nowhere")
     record = finetune_translator(loaded, FinetuneRecipe(epochs=3, batch_size=2, warmup=1, lr=1e-3),
                                  corpus=_tiny_corpus(), progress=False, device="cpu")
-    assert record["device"] == "cpu" and record["wall_seconds"] > 0
+    assert record["device"] == "cpu" and isinstance(record["wall_seconds"], float) and record["wall_seconds"] >= 0
     assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3] and record["sentences"] == len(SENTENCES)
     assert not loaded.model.training
     kept = min([record["valid_loss_before"]] + [e["valid_loss"] for e in record["epochs"]])

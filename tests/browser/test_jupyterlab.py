@@ -227,7 +227,6 @@ def read_back(page) -> dict:
 
 def test_widgets_live_in_jupyterlab(notebook):
     page, external, errors = notebook
-    t0 = time.monotonic()
     for i in range(5):
         run_cell(page, i)
     # each widget renders from the kernel: its root, its canvases, its data attributes
@@ -290,7 +289,6 @@ def test_widgets_live_in_jupyterlab(notebook):
 
     assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
     assert not external, f"requests left loopback: {external}"
-    assert time.monotonic() - t0 < 120, "the live-kernel round trips took over two minutes"
 
 
 def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
