@@ -95,8 +95,8 @@ def theme_links(pagename: str, opts: dict) -> dict[str, str]:
 
 
 def repo_path(url: str, repo_url: str, branch: str) -> str:
-    """The file a launch link opens, relative to the repository root, as the service (and a browser, which drops
-    './' segments) resolves it; fails if the link names another repository or branch."""
+    """The file a launch link opens, relative to the repository root; fails if the link names another repository or
+    branch, or if its path is not the clean one GitHub, Colab and Binder expect (no '.' or '..' segment, no '//')."""
     u = urlparse(url)
     org_repo = urlparse(repo_url).path.strip("/")
     repo = org_repo.split("/")[1]
@@ -120,6 +120,7 @@ def repo_path(url: str, repo_url: str, branch: str) -> str:
         raise AssertionError(f"not a launch link: {url}")
     norm = posixpath.normpath(path)
     assert not norm.startswith(".."), f"{url} leaves the repository"
+    assert path == norm, f"not a clean path: {path!r} where the service expects {norm!r}: {url}"
     return norm
 
 
@@ -145,6 +146,17 @@ def test_link_check_rejects_a_wrong_path():
     assert not (ROOT / path).is_file()
     with pytest.raises(AssertionError, match="another repository"):
         repo_path(url.replace("/seqviz/seqviz/", "/someone/else/"), opts["repository_url"], opts["repository_branch"])
+
+
+def test_link_check_rejects_a_path_with_dot_segments():
+    """`…/blob/main/./notebooks/01_ngrams.ipynb` (what `path_to_book: "."` made) is not the path the services expect."""
+    opts = theme_options()
+    repo_url, branch = opts["repository_url"], opts["repository_branch"]
+    for service, url in theme_links("notebooks/01_ngrams", opts).items():
+        assert "/./" not in url and "%2F.%2F" not in url, f"{service}: {url}"
+        dotted = url.replace("notebooks/01_ngrams", "./notebooks/01_ngrams")
+        with pytest.raises(AssertionError, match="not a clean path"):
+            repo_path(dotted, repo_url, branch)
 
 
 class _Links(HTMLParser):
