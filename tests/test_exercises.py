@@ -97,3 +97,53 @@ def test_the_not_written_yet_report_fits_a_printed_line_for_a_long_name(capsys):
     said = _said(capsys)
     assert "my_very_long_copy_distribution_fn is not written yet" in said and "raise NotImplementedError" in said
     assert max(map(len, said.splitlines())) <= 78, said
+
+
+# ---- one rule on precision for every check (seqviz.exercises._base) ------------------------------------------------
+def test_the_tolerance_is_the_coarser_dtypes():
+    from seqviz.exercises._base import TOLERANCE, tolerance
+
+    f32, f64 = torch.zeros(2), torch.zeros(2, dtype=torch.float64)
+    assert tolerance(f32, f64) == tolerance(f64, f32) == TOLERANCE[torch.float32]
+    assert tolerance(f64, f64) == tolerance(torch.zeros(2, dtype=torch.long), f64) == TOLERANCE[torch.float64]
+    assert tolerance(f32.half(), f64) == TOLERANCE[torch.float16]
+    assert TOLERANCE[torch.float64][0] < TOLERANCE[torch.float32][0] < TOLERANCE[torch.float16][0]
+
+
+def test_close_judges_a_result_at_its_own_precision():
+    from seqviz.exercises._base import close
+
+    g = torch.Generator().manual_seed(0)
+    want = 30 * torch.randn(4, 5, generator=g, dtype=torch.float64)
+    assert close(want.float(), want) and close(want.clone(), want)                # float32 rounding: right
+    assert not close(want + 1e-7, want)                                          # float64 is held to float64
+    assert close((want + 1e-7).float(), want)                                    # ... float32 to float32
+    assert not close(want.float() + 1e-3, want) and not close(want.float()[:3], want)
+    got = want.float()                     # an entry near 0 of a result whose values reach ~40 (float32 errors ~1e-5)
+    want[0, 0], got[0, 0] = 0.0, 1e-5
+    assert close(got, want)                                                      # is not judged on its own size
+    got[0, 0] = 1e-3
+    assert not close(got, want)
+    assert not close(torch.full((2,), float("nan")), torch.zeros(2))
+
+
+def test_chapters_3_and_4_accept_a_right_answer_computed_in_float64(capsys):
+    """Their inputs are float32; an answer computed in float64 is judged at float32's precision, the reference's."""
+    import copy
+
+    assert check_elman_step(lambda x, h, W, U: torch.tanh(h.double() @ U.double().T + x.double() @ W.double().T))
+    assert "✓ elman step correct" in _said(capsys)
+    assert check_gru_step(lambda cell, x, h: copy.deepcopy(cell).double().forward_traced(x.double(), h.double()))
+    assert "✓ GRU step correct" in _said(capsys)
+
+
+def test_the_rule_on_precision_lives_once():
+    """No chapter's checks carry tolerances of their own: they call _base.close (and _base.differs for the message)."""
+    from pathlib import Path
+
+    import seqviz.exercises as ex
+
+    for path in Path(ex.__file__).parent.glob("ch*.py"):
+        text = path.read_text()
+        for own in ("allclose", "isclose", "rtol", "atol", "assert_close"):
+            assert own not in text, f"{path.name} uses {own}: compare with seqviz.exercises._base.close"

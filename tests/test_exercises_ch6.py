@@ -3,6 +3,7 @@ transformer block (9.40)-(9.41). Each accepts a right answer written the way a s
 usual wrong answers with a message that names the mistake, and reports a function not written yet without raising."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -81,6 +82,57 @@ def test_multi_head_attention_other_mistakes():
     wrong(check_multi_head_attention, lambda X, *a: mha(X, *a) + 1e-3, "differs from the package's")
     wrong(check_multi_head_attention, lambda X, *a: "Y", "should be a tensor")
     wrong(check_multi_head_attention, lambda X, *a: X.foo(), "raised AttributeError")
+
+
+def test_multi_head_attention_accepts_right_answers_in_float32(capsys):
+    """Right answers computed in float32 are judged at float32's precision (they differ from the float64 reference
+    by about 1e-6), and are told they are right, not to compare their steps with the equations."""
+    def head_by_head_into_a_buffer(X, W_Q, W_K, W_V, W_O, H, causal):   # torch.zeros is float32 by default
+        B, T, d = X.shape
+        d_k = d // H
+        concat = torch.zeros(B, T, d)
+        for i in range(H):
+            c = slice(i * d_k, (i + 1) * d_k)
+            concat[..., c] = F.scaled_dot_product_attention(X @ W_Q[:, c], X @ W_K[:, c], X @ W_V[:, c],
+                                                            is_causal=causal)
+        return concat @ W_O.float()
+
+    def in_float32(X, *a):
+        return mha(X.float(), *(w.float() if torch.is_tensor(w) else w for w in a))
+
+    for fn in (head_by_head_into_a_buffer, in_float32):
+        assert fn(*_a_case()).dtype == torch.float32
+        assert check_multi_head_attention(fn), fn.__name__
+        out = capsys.readouterr().out
+        assert "✓ multi-head attention equals" in out and "compare your steps" not in out
+
+
+def _a_case():
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(2, 5, 8, generator=g, dtype=torch.float64),
+            *(torch.randn(8, 8, generator=g, dtype=torch.float64) for _ in range(4)), 2, True)
+
+
+def test_a_near_miss_is_told_it_is_close():
+    """Off by 1e-4 in float32 (no rounding explains it): told it is close and to look for one small difference."""
+    with pytest.raises(AssertionError) as e:
+        check_multi_head_attention(lambda X, *a: mha(X.float(), *(w.float() if torch.is_tensor(w) else w for w in a))
+                                   + 1e-4)
+    said = str(e.value)
+    assert "differs from the package's by up to 0.0001" in said and "close" in said and "float32" in said, said
+    assert "compare your steps" not in said, said
+
+
+def test_float32_mistakes_are_still_named():
+    wrong(check_multi_head_attention, lambda X, *a: mha(X.float(), *(w.float() if torch.is_tensor(w) else w
+                                                                     for w in a), use_W_O=False), "W^O is missing")
+    wrong(check_transformer_block, lambda x, b: block(x.float(), copy.deepcopy(b).float(), residual=(False, True)),
+          "around self-attention is missing")
+
+
+def test_transformer_block_accepts_a_right_answer_in_float32(capsys):
+    assert check_transformer_block(lambda x, b: block(x.float(), copy.deepcopy(b).float()))   # a float32 copy
+    assert "✓ the post-norm block" in capsys.readouterr().out
 
 
 def test_multi_head_attention_not_written_yet(capsys):

@@ -133,6 +133,32 @@ def test_copy_distribution_other_wrong_answers():
     wrong(check_copy_distribution, lambda *a: mixture(*a).tolist(), "should be a tensor")
 
 
+def test_copy_distribution_accepts_a_right_answer_in_float32(capsys):
+    """Computed in float32 it differs from the float64 reference by float32 rounding (~1e-8): right at its precision."""
+    assert check_copy_distribution(lambda p_vocab, a, p_gen, src, n: mixture(p_vocab.float(), a.float(),
+                                                                             p_gen.float(), src, n))
+    assert "✓ copy_distribution equals" in capsys.readouterr().out
+
+
+def smoothed(*args, eps=1e-4):
+    """A near miss: p smoothed so that log p is never -inf (eps added to every id, then renormalised). Still a
+    distribution, and within 1e-3 of the right p everywhere, but not p."""
+    p = mixture(*args) + eps
+    return p / p.sum(-1, keepdim=True)
+
+
+def test_copy_distribution_rejects_a_near_miss():
+    from seqviz.exercises.ch8 import _copy_cases, _copy_reference
+
+    gaps = [float((smoothed(c["p_vocab"], c["a"], c["p_gen"], c["src_ext"], c["n_ext"]) - _copy_reference(c)).abs()
+                  .max()) for c in _copy_cases()]
+    assert 1e-5 < max(gaps) < 1e-3                # so a check loosened to atol 1e-3 (rtol 1e-2) would let it through
+    wrong(check_copy_distribution, smoothed, "differs from the package's by up to")
+    wrong(check_copy_distribution, smoothed, "close, but more than float64 rounding explains")
+    wrong(check_copy_distribution, lambda *a: smoothed(*(t.float() if torch.is_tensor(t) and t.is_floating_point()
+                                                          else t for t in a)), "float32 rounding")
+
+
 def test_copy_distribution_reports_a_stub(capsys):
     def my_copy_dist(p_vocab, a, p_gen, src_ext, n_ext):
         raise NotImplementedError

@@ -5,7 +5,7 @@ from typing import Callable
 
 import torch
 
-from seqviz.exercises._base import as_tensor, call, check, verdict
+from seqviz.exercises._base import as_tensor, call, check, close, differs, verdict
 
 __all__ = ["check_elman_step"]
 
@@ -29,13 +29,12 @@ def check_elman_step(fn: Callable) -> bool:
         if tuple(got.shape) != (B, d_h):
             return verdict(False, f"h_t has shape {tuple(got.shape)}, expected (B, d_h) = ({B}, {d_h}); W x_t with "
                                   f"a batch is x_t @ W.T")
-        got = got.to(torch.float32)
-        if torch.allclose(got, want, atol=1e-5):
+        if close(got, want):
             continue
-        if torch.allclose(got, want_a, atol=1e-5):
+        if close(got, want_a):
             return verdict(False, "h_t equals U h_{t-1} + W x_t: apply the activation g = tanh of (9.3)")
-        if torch.allclose(got, torch.tanh(x @ W.T), atol=1e-5):
+        if close(got, torch.tanh(x @ W.T)):
             return verdict(False, "h_t ignores h_{t-1}: the recurrence is what makes it an RNN (U h_{t-1})")
-        return verdict(False, f"h_t differs from tanh(U h_(t-1) + W x_t) for B={B}, d_in={d_in}, d_h={d_h} "
-                              f"(largest difference {float((got - want).abs().max()):.3g})")
+        return verdict(False, differs(f"h_t for B={B}, d_in={d_in}, d_h={d_h}", got, want,
+                                      "compare it with tanh(U h_(t-1) + W x_t) (9.3)"))
     return verdict(True, "elman step correct: h_t = tanh(U h_(t-1) + W x_t) on three shapes")

@@ -5,7 +5,7 @@ from typing import Callable
 
 import torch
 
-from seqviz.exercises._base import as_tensor, call, check, verdict
+from seqviz.exercises._base import as_tensor, call, check, close, verdict
 
 __all__ = ["check_gru_step"]
 
@@ -50,13 +50,11 @@ def check_gru_step(fn: Callable) -> bool:
                 if tuple(t.shape) != (B, d_h):
                     return verdict(False, f"{name} has shape {tuple(t.shape)}, expected (B, d_h) = ({B}, {d_h}); "
                                           f"W x_t with a batch is x_t @ W.T (or F.linear(x_t, W, b))")
-                if torch.allclose(t.float(), want[k], atol=1e-5):
+                if close(t, want[k]):
                     continue
-                if torch.allclose(t.float(), torch.tanh(pre(k, x, h)), atol=1e-5) or torch.allclose(
-                        t.float(), pre(k, x, h), atol=1e-5):
+                if close(t, torch.tanh(pre(k, x, h))) or close(t, pre(k, x, h)):
                     return verdict(False, f"{name} must be squashed by the sigmoid σ into 0..1: it is a gate")
-                if torch.allclose(t.float(), torch.sigmoid(h @ getattr(cell, f"U_{k}").T + x @ getattr(
-                        cell, f"W_{k}").T), atol=1e-5):
+                if close(t, torch.sigmoid(h @ getattr(cell, f"U_{k}").T + x @ getattr(cell, f"W_{k}").T)):
                     return verdict(False, f"{name} leaves out the biases b_W_{k} and b_U_{k}")
                 return verdict(False, f"{name} differs from σ(U_{k} h_(t-1) + W_{k} x_t) (with both biases) for "
                                       f"B={B}, d_in={d_in}, d_h={d_h}")
@@ -65,15 +63,14 @@ def check_gru_step(fn: Callable) -> bool:
                 return verdict(False, err)
             if tuple(n.shape) != (B, d_h):
                 return verdict(False, f"candidate n_t has shape {tuple(n.shape)}, expected ({B}, {d_h})")
-            n = n.float()
             r = want["r"]
             cho = torch.tanh(F.linear(x, cell.W_n, cell.b_W_n) + F.linear(r * h, cell.U_n, cell.b_U_n))
-            if not torch.allclose(n, want["n"], atol=1e-5):
-                if torch.allclose(n, cho, atol=1e-5):
+            if not close(n, want["n"]):
+                if close(n, cho):
                     return verdict(False, "n_t applies r_t before U_n, as Cho et al. write it; GRUCell (like "
                                           "torch.nn.GRU and cuDNN) applies it after: tanh(W_n x_t + b_W_n + r_t ⊙ "
                                           "(U_n h_(t-1) + b_U_n))")
-                if torch.allclose(n, torch.tanh(pre("n", x, h)), atol=1e-5):
+                if close(n, torch.tanh(pre("n", x, h))):
                     return verdict(False, "n_t ignores the reset gate: r_t scales what the candidate sees of "
                                           "h_(t-1), r_t ⊙ (U_n h_(t-1) + b_U_n)")
                 return verdict(False, "the candidate n_t differs from tanh(W_n x_t + b_W_n + r_t ⊙ (U_n h_(t-1) + "
@@ -83,10 +80,10 @@ def check_gru_step(fn: Callable) -> bool:
                 return verdict(False, err)
             if tuple(h_t.shape) != (B, d_h):
                 return verdict(False, f"h_t has shape {tuple(h_t.shape)}, expected ({B}, {d_h})")
-            h_t, z = h_t.float(), want["z"]
-            if torch.allclose(h_t, want_h, atol=1e-5):
+            z = want["z"]
+            if close(h_t, want_h):
                 continue
-            if torch.allclose(h_t, z * want["n"] + (1 - z) * h, atol=1e-5):
+            if close(h_t, z * want["n"] + (1 - z) * h):
                 return verdict(False, "z_t and 1 - z_t are swapped: z_t is the share of the *old* state kept, "
                                       "h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_(t-1)")
             return verdict(False, "h_t differs from (1 - z_t) ⊙ n_t + z_t ⊙ h_(t-1)")

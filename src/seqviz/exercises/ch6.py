@@ -8,7 +8,7 @@ from typing import Callable
 
 import torch
 
-from seqviz.exercises._base import as_tensor, call, check, verdict
+from seqviz.exercises._base import as_tensor, call, check, close, differs, verdict
 
 __all__ = ["check_causal_mask", "check_multi_head_attention", "check_transformer_block"]
 
@@ -48,7 +48,6 @@ def _diagnose(outputs: list, cases: list, right: Callable, mistakes: list, what:
     """The verdict on a student's ``outputs``, one per case: right when each equals ``right(case)``; else the first
     of ``mistakes`` (a function of the case that gives what the mistake computes, and its advice) that explains every
     case; else where the first wrong output differs."""
-    close = lambda a, b: a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-8)   # noqa: E731
     for got, case in zip(outputs, cases):
         if tuple(got.shape) != shape(case):
             return verdict(False, f"{what} for {case['name']} has shape {tuple(got.shape)}, expected "
@@ -60,12 +59,13 @@ def _diagnose(outputs: list, cases: list, right: Callable, mistakes: list, what:
         if all(close(got, mistake(case)) for got, case in zip(outputs, cases)):
             return verdict(False, advice)
     got, want, case = next((g, w, c) for g, w, c in zip(outputs, wants, cases) if not close(g, w))
-    return verdict(False, f"{what} for {case['name']} differs from the package's by up to "
-                          f"{float((got - want).abs().max()):.3g}; compare your steps with the equations one by one")
+    return verdict(False, differs(f"{what} for {case['name']}", got, want,
+                                  "compare your steps with the equations one by one"))
 
 
 def _outputs(fn: Callable, cases: list, args: Callable, what: str):
-    """The student's output (float64, detached) for every case, or the message that says why there is none."""
+    """The student's output (detached, in the dtype it was computed in: the precision it is judged at) for every
+    case, or the message that says why there is none."""
     outputs = []
     for case in cases:
         got, err = call(fn, *args(case))
@@ -74,7 +74,7 @@ def _outputs(fn: Callable, cases: list, args: Callable, what: str):
         got, err = as_tensor(got, what)
         if err:
             return None, err
-        outputs.append(got.detach().double())
+        outputs.append(got.detach())
     return outputs, None
 
 

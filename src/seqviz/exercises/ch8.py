@@ -9,7 +9,7 @@ from typing import Callable
 import torch
 
 from seqviz._checks import IGNORE_INDEX
-from seqviz.exercises._base import as_tensor, call, check, verdict
+from seqviz.exercises._base import as_tensor, call, check, close, differs, verdict
 
 __all__ = ["check_delta_sequence", "check_copy_distribution"]
 
@@ -135,31 +135,28 @@ def _copy_cases() -> list[dict]:
 
 def _copy_mistake(got: torch.Tensor, case) -> str:
     """The usual mistake that explains ``got`` for one case, else where it differs."""
-    close = lambda u, v: u.shape == v.shape and torch.allclose(u, v, rtol=1e-6, atol=1e-9)  # noqa: E731
     p_vocab, src, n_ext = case["p_vocab"], case["src_ext"], case["n_ext"]
     B, T, V = p_vocab.shape
     want = _copy_reference(case)
     if close(got, _copy_reference(case, swap=True)):
         return ("p_gen and 1 - p_gen are swapped: p_gen weighs the vocabulary distribution (generate), 1 - p_gen "
                 "the copy attention (copy)")
-    if close(got[..., :V], want[..., :V]) and torch.allclose(got[..., V:], torch.zeros_like(got[..., V:])):
+    if close(got[..., :V], want[..., :V]) and close(got[..., V:], torch.zeros_like(want[..., V:])):
         return ("the extended ids are dropped: an article-only word (extended id V + k) gets its copy weight "
                 "(1 - p_gen) a_t[j] at column V + k, or a name the vocabulary lacks can never be written")
     counts = torch.zeros(B, V + n_ext, dtype=torch.long)
     counts.scatter_add_(1, src, torch.ones_like(src))
     once = (counts <= 1)[:, None, :].expand(B, T, V + n_ext)                      # ids that occur at most once
-    if torch.allclose(got[once], want[once], rtol=1e-6, atol=1e-9) and bool((counts > 1).any()):
+    if close(got[once], want[once]) and bool((counts > 1).any()):
         return ("the attention is not summed over repeated words: a word at several article positions gets the "
                 "sum of their weights, Σ_{j: x_j = w} a_t[j] (scatter_add_ or index_add_, not scatter_ or "
                 "indexing, which keep one position's weight)")
     sums = got.sum(-1)
-    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
+    if not close(sums, torch.ones_like(want.sum(-1))):
         return (f"p is not a distribution: its rows sum to {float(sums.min()):.3f}..{float(sums.max()):.3f}, not 1; "
                 f"weigh P_vocab by p_gen and the copy attention by 1 - p_gen, and add them")
-    diff = (got - want).abs()
-    b, t, w = (int(i) for i in (diff == diff.max()).nonzero()[0])
-    return (f"p differs from the package's by up to {float(diff.max()):.3g} (at batch {b}, step {t}, id {w}); "
-            f"compare your steps with p(w) = p_gen P_vocab(w) + (1 - p_gen) Σ_{{j: x_j = w}} a_t[j]")
+    return differs("p", got, want, "compare your steps with p(w) = p_gen P_vocab(w) + (1 - p_gen) "
+                                   "Σ_{j: x_j = w} a_t[j]")
 
 
 @check
@@ -181,7 +178,7 @@ def check_copy_distribution(fn: Callable) -> bool:
         got, err = as_tensor(got, "p")
         if err:
             return verdict(False, err)
-        got = got.detach().double()
+        got = got.detach()                                  # judged at the precision it was computed in
         B, T, V = case["p_vocab"].shape
         n_ext = case["n_ext"]
         if tuple(got.shape) == (B, T, V):
@@ -192,6 +189,6 @@ def check_copy_distribution(fn: Callable) -> bool:
             return verdict(False, f"p has shape {tuple(got.shape)}, expected (B, T, V + n_ext) = "
                                   f"{(B, T, V + n_ext)} [{case['name']}]")
         want = _copy_reference(case)
-        if not torch.allclose(got, want, rtol=1e-6, atol=1e-9):
+        if not close(got, want):
             return verdict(False, _copy_mistake(got, case) + f" [{case['name']}]")
     return verdict(True, "copy_distribution equals the package's for 4 shapes")
