@@ -83,6 +83,54 @@ def test_the_prior_multiplies_the_copy_attention_which_is_renormalised():
         torch.testing.assert_close(o.a.sum(-1), torch.ones(1, 3))
 
 
+@pytest.mark.parametrize("bad, says", [
+    (float("nan"), "prior holds NaN or inf (nan at row 1, article position 2)"),
+    (float("inf"), "prior holds NaN or inf (inf at row 1, article position 2)"),
+    (-0.5, "prior holds a negative weight (-0.5 at row 1, article position 2)"),
+])
+def test_the_head_refuses_a_prior_that_is_not_finite_and_non_negative(bad, says):
+    torch.manual_seed(1)
+    head, h, memory = CopyHead(8), torch.randn(2, 3, 8), torch.randn(2, 6, 8)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    prior = torch.full((2, 6), 0.5)
+    prior[1, 2] = bad
+    with pytest.raises(ValueError) as e:
+        head(h, memory, mask, prior)
+    assert says in str(e.value) and "pass finite weights >= 0" in str(e.value), str(e.value)
+
+
+def test_the_head_refuses_a_prior_row_that_would_switch_copying_off():
+    torch.manual_seed(1)
+    head, h, memory = CopyHead(8), torch.randn(2, 3, 8), torch.randn(2, 6, 8)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[1, 4:] = False
+    for prior in (torch.zeros(2, 6), torch.tensor([[1.0] * 6, [0, 0, 0, 0, 1, 1]])):   # zero, or only where masked
+        with pytest.raises(ValueError, match=r"row (0|1) of prior is zero at every article position.*prior=None"):
+            head(h, memory, mask, prior)
+    with pytest.raises(ValueError, match=r"shape \(B, S\) = \(2, 6\)"):
+        head(h, memory, mask, torch.ones(2, 5))
+    out = head(h, memory, mask, torch.tensor([[1.0] * 6, [0, 0, 1e-3, 0, 0, 0]]))   # one positive weight will do
+    assert torch.isfinite(out.a).all() and torch.allclose(out.a[1].sum(-1), torch.ones(3))
+
+
+@pytest.mark.parametrize("bad, says", [(float("nan"), "NaN or inf"), (float("-inf"), "NaN or inf"),
+                                       (-1.0, "a negative weight"), (0.0, "zero at every article position")])
+def test_write_headline_and_copy_trace_refuse_a_bad_prior_before_decoding(bad, says):
+    """The BA article with an all-zero prior silently lost its copying ('uk economy'): now it is an error."""
+    from seqviz.summarize.headlines import copy_trace
+
+    tok = _tiny_tok()
+    model = _tiny_model(tok)
+    article = "schwarzenegger sat on the mat and the dog sat too"
+    n = len(tok.encode_source(article, 20).ext)
+    prior = [bad] * n if bad == 0.0 else [0.5] * (n - 1) + [bad]
+    with pytest.raises(ValueError, match=says):
+        write_headline(model, tok, article, max_words=3, prior=prior)
+    with pytest.raises(ValueError, match=says):
+        copy_trace(model, tok, article, [5, 6], prior=prior)
+    assert len(write_headline(model, tok, article, max_words=3, prior=[0.5] * n)) >= 1
+
+
 def test_target_logprob_equals_the_full_distribution_at_the_targets():
     out, _ = _head_out()
     logits = torch.randn(2, 3, 10)

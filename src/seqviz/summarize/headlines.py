@@ -24,9 +24,21 @@ from seqviz.decode import beam_search, generate
 from seqviz.metrics import rouge
 
 from seqviz.summarize.copy_models import _CopyModel
+from seqviz.summarize.pointer import check_prior
 from seqviz.summarize.words import SourceIds, WordTokenizer
 
 __all__ = ["CopyBinding", "HeadlineRules", "write_headline", "write_headlines", "CopyTrace", "copy_trace", "SwapResult", "swap_test"]
+
+
+def _prior_tensor(prior: Sequence[float] | None, source: SourceIds, dev) -> Tensor | None:
+    """One article's prior as the head takes it, (1, S), checked before any decoding (pointer.check_prior)."""
+    if prior is None:
+        return None
+    if len(prior) != len(source.ext):
+        raise ValueError(f"one prior weight per article token: {len(prior)} for {len(source.ext)} tokens")
+    w = torch.tensor([list(prior)], dtype=torch.float32, device=dev)              # (1, S)
+    check_prior(w, torch.ones_like(w, dtype=torch.bool))
+    return w
 
 
 class CopyBinding:
@@ -40,11 +52,7 @@ class CopyBinding:
         dev = next(model.parameters()).device
         self.x = torch.tensor([source.ext], dtype=torch.long, device=dev)         # (1, S)
         self.mask = torch.ones_like(self.x, dtype=torch.bool)                      # (1, S)
-        self.prior = None
-        if prior is not None:
-            if len(prior) != len(source.ext):
-                raise ValueError(f"one prior weight per article token: {len(prior)} for {len(source.ext)} tokens")
-            self.prior = torch.tensor([list(prior)], dtype=torch.float32, device=dev)   # (1, S)
+        self.prior = _prior_tensor(prior, source, dev)                            # (1, S) or None
         self.n_ext = max(1, len(source.oovs))
         self.V = model.config.vocab_size
         self.memory = None                                                        # (1, S, d), read at the first step
@@ -213,7 +221,7 @@ def copy_trace(model: _CopyModel, tok: WordTokenizer, article: str, ids: Sequenc
     y = torch.tensor([[tok.bos_id] + list(ids[:-1])], device=dev)                 # (1, T) the decoder's input
     y = torch.where(y >= len(tok), torch.full_like(y, tok.unk_id), y)
     with evaluating(model):
-        w = None if prior is None else torch.tensor([list(prior)], dtype=torch.float32, device=dev)   # (1, S)
+        w = _prior_tensor(prior, source, dev)                                     # (1, S) or None
         p, out = model.distribution(x, torch.ones_like(x, dtype=torch.bool), y, max(1, len(source.oovs)), w)
     t = torch.tensor(list(ids), device=dev)                                       # (T,) the words written
     p_word = p[0].gather(1, t[:, None]).squeeze(1)                                # (T,) p(y_t)

@@ -22,7 +22,26 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["CopyOut", "CopyHead", "copy_distribution", "copy_target_logprob"]
+__all__ = ["CopyOut", "CopyHead", "copy_distribution", "copy_target_logprob", "check_prior"]
+
+
+def check_prior(prior: Tensor, memory_mask: Tensor) -> None:
+    """The rule for a bottom-up copy prior (B, S), checked wherever one enters: finite, non-negative weights, with a
+    positive weight at one article position (where ``memory_mask`` is True) at least in every row. An all-zero row
+    would switch copying off silently (the renormalised attention is all zeros); NaN spreads through the mixture."""
+    if not isinstance(prior, Tensor) or prior.shape != memory_mask.shape:
+        raise ValueError(f"prior must be weights of shape (B, S) = {tuple(memory_mask.shape)}, one per article token, "
+                         f"got {tuple(prior.shape) if isinstance(prior, Tensor) else type(prior).__name__}")
+    for bad, what in ((~torch.isfinite(prior), "NaN or inf"), (prior < 0, "a negative weight")):
+        if bool(bad.any()):
+            b, j = (int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"prior holds {what} ({float(prior[b, j])} at row {b}, article position {j}): pass "
+                             f"finite weights >= 0, such as a selector's p(keep) of each token (token_prior)")
+    dead = ~((prior > 0) & memory_mask.bool()).any(1)
+    if bool(dead.any()):
+        raise ValueError(f"row {int(dead.nonzero()[0])} of prior is zero at every article position: that would "
+                         f"switch copying off; give at least one token a positive weight (token_prior keeps a floor "
+                         f"of 1e-3 for every token), or pass prior=None for no prior")
 
 
 class CopyOut(NamedTuple):
@@ -64,9 +83,7 @@ class CopyHead(nn.Module):
         scores = scores.masked_fill(~memory_mask[:, None, :], float("-inf"))
         a = scores.softmax(-1)                                                    # (B, T, S) the copy attention a_t
         if prior is not None:
-            if prior.shape != memory_mask.shape or bool((prior < 0).any()):
-                raise ValueError(f"prior must be non-negative weights of shape (B, S) = {tuple(memory_mask.shape)}, "
-                                 f"got {tuple(prior.shape)}")
+            check_prior(prior, memory_mask)
             a = a * prior[:, None, :]                                             # (B, T, S) bottom-up: a_t[j] w_j
             a = a / a.sum(-1, keepdim=True).clamp_min(1e-12)                      # renormalised over the article
         c = a @ memory                                                            # (B, T, d) c_t = sum_j a_t[j] m_j
