@@ -55,12 +55,23 @@ def test_every_article_has_all_four_systems_labelled_by_the_rule(raw):
                                                     f"a reason"
 
 
+def test_a_labels_file_that_is_a_list_is_refused_with_a_clear_error(raw, tmp_path):
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(raw["articles"]))                   # the articles without the object around them
+    with pytest.raises(ValueError, match="holds a list: it must be an object with an 'articles' list"):
+        fa.load_labels(path)
+
+
 @pytest.mark.parametrize("break_it, message", [
     (lambda d: d["articles"][3]["headlines"]["lead-5"].update(label="wrong"), "is not one of"),
     (lambda d: d["articles"][1]["headlines"]["guided copy"].update(label="unfaithful", reason=""), "needs a one-line"),
     (lambda d: d["articles"][0]["headlines"].pop("selector"), "needs exactly the systems"),
     (lambda d: d["articles"][5]["headlines"]["reference"].update(headline="  "), "headline text is missing"),
     (lambda d: d["articles"].pop(2), "indexed 0.. in order"),
+    # the docstring's promise, ValueError, for the wrong shapes too (these raised AttributeError)
+    (lambda d: d.update(articles=[d["articles"][0]["headlines"]["lead-5"]["headline"]]), "each article is an object"),
+    (lambda d: d["articles"][4]["headlines"].update(reference="BA profits fall"), "reference: is a str"),
+    (lambda d: d["articles"][4].update(headlines=7), "has 7, of type int"),
 ])
 def test_a_broken_labels_file_is_refused_with_a_clear_error(raw, tmp_path, break_it, message):
     bad = copy.deepcopy(raw)
@@ -191,6 +202,16 @@ def test_a_number_the_article_does_not_have_is_found():
     assert [c.kind for c in fa.unsupported("WPP: 2005 profits seen at 15", WPP)] == []
     assert [c.text for c in fa.unsupported("WPP grows 2% in 2005", WPP)] == ["2%"]   # no 2 per cent in it
     assert [c.text for c in fa.unsupported("Profits rise 40", WPP)] == ["40"]
+
+
+def test_a_percentage_must_be_a_percentage_in_the_article():
+    """'three' in the article supports the count 3, not 'rise 3%': the value alone is not enough."""
+    three = "Prices rose by three this year, the shop said."
+    claims = fa.unsupported("Prices rise 3%", three)
+    assert [(c.kind, c.text, c.reason) for c in claims] == [("number", "3%", "the article has no percentage 3%")]
+    assert fa.unsupported("Prices rise 3", three) == []                       # the count is supported
+    assert fa.unsupported("Prices rise 3%", "Prices rose by 3 per cent this year.") == []
+    assert fa.unsupported("Prices rise three per cent", "Prices rose 3% this year.") == []
 
 
 def test_a_name_the_article_does_not_have_is_found_even_lowercased():

@@ -145,15 +145,25 @@ def load_labels(path: str | Path | None = None) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no faithfulness labels at {path}: reinstall seqviz (the file is package data)")
     data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name} holds a {type(data).__name__}: it must be an object with an 'articles' list, "
+                         f"{{\"articles\": [{{\"index\": 0, \"headlines\": {{...}}}}, ...]}}")
     arts = data.get("articles")
     if not isinstance(arts, list) or not arts:
         raise ValueError(f"{path.name} holds no 'articles' list")
-    for a in arts:
+    for k, a in enumerate(arts):
+        if not isinstance(a, dict):
+            raise ValueError(f"{path.name}, article {k} is a {type(a).__name__}: each article is an object "
+                             f"{{\"index\": {k}, \"headlines\": {{system: {{\"headline\": ..., \"label\": ...}}}}}}")
         where = f"{path.name}, article {a.get('index')!r}"
         heads = a.get("headlines")
         if not isinstance(heads, dict) or set(heads) != set(SYSTEMS):
-            raise ValueError(f"{where}: needs exactly the systems {SYSTEMS}, has {sorted(heads or {})}")
+            has = sorted(heads) if isinstance(heads, dict) else f"{heads!r:.40}, of type {type(heads).__name__}"
+            raise ValueError(f"{where}: needs exactly the systems {SYSTEMS}, has {has}")
         for system, h in heads.items():
+            if not isinstance(h, dict):
+                raise ValueError(f"{where}, {system}: is a {type(h).__name__}; each system's entry is an object "
+                                 f"{{\"headline\": ..., \"label\": ..., \"reason\": ...}}")
             if not isinstance(h.get("headline"), str) or not h["headline"].strip():
                 raise ValueError(f"{where}, {system}: the headline text is missing")
             if h.get("label") not in LABELS:
