@@ -5,6 +5,8 @@
 - `batches`  fixed windows, LM streams (stateful), padded sequences and source/target pairs with masks; every
              batch is a named ``Batch(x, y, mask)``
 - `lm`       a context-window LM's training data: ``random_windows``, BERT's ``mask_tokens``, ``masked_windows``
+- `bpe`      byte-pair encoding: chapter 7's learned ``BPE`` and ``ByteLevelBPE``, a pretrained model's tokenizer
+             (SmolLM2's, read from its GGUF file)
 - `pairs`    source/target tasks ready to train an encoder-decoder: ``date_pairs``, ``translation_pairs``
 
 Everything public is importable from ``seqviz.data`` directly.
@@ -13,6 +15,7 @@ from .batches import (Batch, PairBatches, PaddedBatches, StreamBatcher, WindowBa
                       pad_batch, sentence_stream, shift_right, window_data)
 from .corpora import (CORPORA, DOWNLOADS, UNIVERSAL_TAGS, Article, Corpus, CorpusUnavailableError, SentencePair,
                       Snippet, TaggedSentence, brown_to_universal, download_corpus, load_corpus, load_trans_de_en)
+from .bpe import BPE, ByteLevelBPE, bytes_to_unicode, pretokenize_bytelevel
 from .lm import mask_tokens, masked_windows, random_windows
 from .pairs import PairTask, date_pairs, pair_task, translation_pairs
 from .text import Vocab, char_tokenize, sentences, word_tokenize
@@ -24,4 +27,5 @@ __all__ = [
     "pad_batch", "PaddedBatches", "PairBatches", "shift_right", "UNIVERSAL_TAGS", "brown_to_universal",
     "SentencePair", "load_trans_de_en", "PairTask", "pair_task", "date_pairs", "translation_pairs",
     "random_windows", "mask_tokens", "masked_windows",
+    "BPE", "ByteLevelBPE", "bytes_to_unicode", "pretokenize_bytelevel",
 ]
