@@ -11,7 +11,7 @@ the pages:
     vendor/mathjax/tex-mml-chtml.js + fonts and TeX/MathML extensions (see MATHJAX_PARTS for what is left out)
     vendor/onnxruntime-web/                onnxruntime-web's WebAssembly build (ORT_FILES): runs the live models
     vendor/live/live.js                    the live runtime, one ES module: the package's widgets/static/
-                                           live_decode.js followed by live.js
+                                           _random.js, live_decode.js and live.js
     vendor/live/models/                    the export of `make live-models` (python -m seqviz.live export), checked
                                            fresh against the package's checkpoints; left out, with a warning, when
                                            there is none
@@ -45,7 +45,7 @@ HTML_MANAGER = "1.0.15"
 # 28 MB .wasm and ran 2x slower on a CPU), its Emscripten loader and the SIMD build it fetches (one thread)
 ORT_FILES = ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
 # the live runtime's one ES module: these package files, in this order
-LIVE_JS = ["live_decode.js", "live.js"]
+LIVE_JS = ["_random.js", "live_decode.js", "live.js"]
 #: the live bundle (onnxruntime-web + the runtime + every model), uncompressed
 LIVE_BUDGET = 25_000_000
 CDN = {
@@ -145,7 +145,8 @@ def missing_live() -> list[str]:
 
 
 def live_module() -> str:
-    """The live runtime's ES module: the package's live_decode.js, then live.js (which uses its functions)."""
+    """The live runtime's ES module: the package's _random.js (the seeded PRNG), live_decode.js, then live.js (each
+    uses the functions of the files before it)."""
     head = ("// seqviz live runtime, written by scripts/vendor_js.py from the package's widgets/static/"
             + " + ".join(LIVE_JS) + "\n")
     return head + "\n".join((STATIC / name).read_text(encoding="utf-8") for name in LIVE_JS)

@@ -64,7 +64,8 @@ def toy():
 @pytest.fixture(scope="module")
 def node_run(tmp_path_factory, toy):
     folder = tmp_path_factory.mktemp("live-decode")
-    shutil.copy(STATIC / "live_decode.js", folder / "live_decode.mjs")
+    (folder / "live_decode.mjs").write_text("\n".join((STATIC / n).read_text() for n in ("_random.js",
+                                                                                      "live_decode.js")))
     (folder / "driver.mjs").write_text(DRIVER)
 
     def run(cases):

@@ -277,7 +277,7 @@ def test_a_fresh_export_is_not_stale_and_a_mismatching_one_is(exported, tmp_path
                                                       r"shipped dates_transformer.pt has ef98.*make live-models"):
         live_export.check_folder(copy)
     reasons = live_export.stale({**manifest, "exporter_sha256": "1" * 64}, copy)
-    assert any("other graph code" in r for r in reasons)
+    assert any("made by other code" in r for r in reasons)
     del manifest["models"]["char_lm"]
     assert "char_lm: not exported" in live_export.stale(manifest)
     data = bytearray((copy / "char_lstm.onnx").read_bytes())
@@ -285,7 +285,8 @@ def test_a_fresh_export_is_not_stale_and_a_mismatching_one_is(exported, tmp_path
     (copy / "char_lstm.onnx").write_bytes(bytes(data))
     assert "char_lstm: char_lstm.onnx changed since the export (its SHA-256 differs)" in live_export.stale(
         manifest, copy)
-    assert live_export.stale({"format": 0}) == ["the manifest has format 0, this seqviz writes format 1"]
+    assert live_export.stale({"format": 0}) == [f"the manifest has format 0, this seqviz writes format "
+                                                f"{live_export.FORMAT}"]
 
 
 def test_the_check_command_fails_on_a_stale_export_and_says_why(exported, tmp_path):
@@ -319,3 +320,88 @@ def test_importing_seqviz_live_needs_no_onnx():
            "for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- staleness without an export: stand-in files under a manifest the package writes ----------------------------------
+def stand_in_export(folder: Path) -> dict:
+    """A folder with a small stand-in file for every graph and the manifest the exporter writes for those files (the
+    staleness check reads hashes, sizes and the manifest, not graphs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in live_export.MODELS:
+        for file in live_export.graph_files(name).values():
+            (folder / file).write_bytes(f"stand-in for {file}".encode())
+    manifest = live_export.make_manifest({n: live_export.manifest_entry(n, folder) for n in live_export.MODELS})
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+def test_a_manifest_that_is_not_the_checkpoints_is_refused(tmp_path):
+    """Hashes are not enough: the vocabulary, context and date forms must be what the shipped checkpoint and the
+    dates task give, and every graph must be listed, exist and have its length."""
+    manifest = stand_in_export(tmp_path)
+    assert live_export.stale(manifest, tmp_path) == []
+    entry = manifest["models"]["char_lm"]
+    bad = json.loads(json.dumps(manifest))
+    bad["models"]["char_lm"].update(itos=["?"], context=1, files={})
+    bad["models"]["dates"]["formats"] = {}
+    reasons = live_export.stale(bad, tmp_path)
+    assert {r.split(" ", 3)[2] for r in reasons if " its " in r} == {"itos", "context", "formats"}
+    assert "char_lm: lists the graphs [], the model has ['lm']" in reasons
+    (tmp_path / "manifest.json").write_text(json.dumps(bad))
+    with pytest.raises(live_export.StaleExport, match=r"char_lm: its itos \["):
+        live_export.check_folder(tmp_path)
+    crop = json.loads(json.dumps(manifest))
+    crop["models"]["dates"]["crop"]["keep"] = "end"                               # another cropping rule
+    assert live_export.stale(crop, tmp_path) == ['dates: its crop {"keep": "end", "max": 40, "why": null} is not '
+                                                 'the shipped model\'s {"keep": "start", "max": 40, "why": null}']
+    limits = {**manifest, "limits": {"n": [1, 500], "seed": [0, 2**32 - 1]}}
+    assert any("limits" in r for r in live_export.stale(limits, tmp_path))
+    (tmp_path / entry["files"]["lm"]["file"]).write_bytes(b"longer than the stand-in")
+    assert live_export.stale(manifest, tmp_path) == [f"char_lm: char_lm.onnx has 24 bytes, the manifest says "
+                                                     f"{entry['files']['lm']['bytes']}"]
+    (tmp_path / "char_lm.onnx").unlink()
+    assert live_export.stale(manifest, tmp_path) == ["char_lm: char_lm.onnx is missing"]
+
+
+def test_a_source_change_in_a_dependency_makes_the_export_stale(tmp_path, monkeypatch):
+    """The export's hash covers the code the graphs call (a projection in transformer/layers.py, the LSTM cell in
+    lstm.py) and the dates task (the manifest's forms), not only graphs.py and export.py."""
+    manifest = stand_in_export(tmp_path / "export")
+    package = tmp_path / "seqviz"
+    for name in live_export.SOURCES:
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(live_export.PACKAGE / name, package / name)
+    assert live_export.exporter_sha256(package) == manifest["exporter_sha256"]
+    monkeypatch.setattr(live_export, "PACKAGE", package)
+    for name in ("transformer/layers.py", "lstm.py", "data/tasks.py", "transformer/encdec.py"):
+        original = (package / name).read_bytes()
+        (package / name).write_bytes(original + b"\n# changed\n")
+        assert any("made by other code" in r for r in live_export.stale(manifest, tmp_path / "export")), name
+        (package / name).write_bytes(original)
+    assert live_export.stale(manifest, tmp_path / "export") == []
+
+
+def test_the_hash_covers_every_seqviz_module_the_export_and_its_graphs_import():
+    import ast
+
+    def imported(path: Path) -> set[str]:
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:                  # relative: seqviz.live.x
+                out.add(f"seqviz.live.{node.module}" if node.module else "seqviz.live")
+            elif isinstance(node, ast.ImportFrom) and node.module.startswith("seqviz"):
+                out.add(node.module)
+            elif isinstance(node, ast.Import):
+                out |= {a.name for a in node.names if a.name.startswith("seqviz")}
+        return out
+
+    live = live_export.PACKAGE / "live"
+    modules = imported(live / "graphs.py") | imported(live / "export.py")
+    files = set()
+    for m in modules - {"seqviz"}:                                                # seqviz: __version__, recorded
+        rel = m.removeprefix("seqviz.").replace(".", "/")
+        files.add(f"{rel}.py" if (live_export.PACKAGE / f"{rel}.py").is_file() else f"{rel}/__init__.py")
+    missing = sorted(f for f in files if f not in live_export.SOURCES and not f.endswith("__init__.py"))
+    assert not missing, f"the export depends on {missing}: add them to seqviz.live.export.SOURCES"
+    assert {"transformer/layers.py", "lstm.py", "data/tasks.py"} <= set(live_export.SOURCES)
+    assert all((live_export.PACKAGE / f).is_file() for f in live_export.SOURCES)

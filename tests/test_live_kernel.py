@@ -73,12 +73,10 @@ DATES = ["3rd of March 1999", "March 3, 1999", "03-MAR-99", "Wednesday the 3rd o
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_page_checks_input_with_the_kernels_words(tmp_path):
-    from seqviz.live.export import date_patterns
+    from seqviz.live import export as live_export
 
-    d = kernel.dates()
-    entry = {"src_itos": d.itos, "tgt_itos": d.extra["tgt_itos"], "max_len": 40, "layers": 3, "heads": 4,
-             "d_model": 64, "bos_id": 2, "eos_id": 3, "formats": date_patterns()}
-    js = "".join(open(f"{STATIC}/{n}", encoding="utf-8").read() for n in ("live_decode.js", "live.js"))
+    entry = live_export._built("dates")[1]                                        # the manifest's entry
+    js = "".join(open(f"{STATIC}/{n}", encoding="utf-8").read() for n in ("_random.js", "live_decode.js", "live.js"))
     js = re.sub(r"^export \{", "void {", js, flags=re.M)                           # one script, run as is
     setup = (f"const STOI = {json.dumps(STOI)};\nfor (const k in STOI) STOI[k] = Number(STOI[k]);\n"
              f"const CASES = {json.dumps(CASES)};\nconst DATES = {json.dumps(DATES)};\n"

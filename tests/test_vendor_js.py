@@ -54,21 +54,15 @@ def test_cdn_fallback_writes_forwarders_at_the_same_paths(tmp_path):
 
 # -- the live bundle: onnxruntime-web, the runtime module, the export of `make live-models` --------------------------
 def fake_export(folder: Path) -> dict:
-    """A folder that passes seqviz.live's staleness check: the shipped checkpoints' SHA-256, this exporter's hash and
-    small stand-in files with their own SHA-256 (the checks read hashes, not graphs)."""
-    import hashlib
-
+    """A folder that passes seqviz.live's staleness check: small stand-in files for the graphs under the manifest the
+    exporter writes for them (the checks read the manifest, hashes and sizes, not graphs)."""
     from seqviz.live import export as live_export
 
     folder.mkdir(parents=True)
-    models = {}
-    for name, spec in live_export._specs().items():
-        data = f"stand-in for {name}".encode()
-        (folder / f"{name}.onnx").write_bytes(data)
-        models[name] = {"checkpoint": spec.checkpoint, "checkpoint_sha256": spec.sha256,
-                        "files": {"graph": {"file": f"{name}.onnx", "sha256": hashlib.sha256(data).hexdigest(),
-                                            "bytes": len(data)}}}
-    manifest = {"format": live_export.FORMAT, "exporter_sha256": live_export.exporter_sha256(), "models": models}
+    for name in live_export.MODELS:
+        for file in live_export.graph_files(name).values():
+            (folder / file).write_bytes(f"stand-in for {file}".encode())
+    manifest = live_export.make_manifest({n: live_export.manifest_entry(n, folder) for n in live_export.MODELS})
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return manifest
 
@@ -82,12 +76,12 @@ def test_live_bundle_holds_onnxruntime_the_runtime_module_and_a_fresh_export(tmp
     for name in vendor_js.ORT_FILES:                                               # copied unchanged
         assert (ort / name).read_bytes() == (vendor_js.NODE / "onnxruntime-web" / "dist" / name).read_bytes()
     module = (tmp_path / "vendor" / "live" / "live.js").read_text()
-    decode, runtime = ((vendor_js.STATIC / n).read_text() for n in vendor_js.LIVE_JS)
-    assert module.index(decode) < module.index(runtime)                           # live.js uses live_decode.js
+    prng, decode, runtime = ((vendor_js.STATIC / n).read_text() for n in vendor_js.LIVE_JS)
+    assert module.index(prng) < module.index(decode) < module.index(runtime)      # each uses the ones before
     assert info["models"] == ["char_lm", "char_lstm", "dates"]
     models = tmp_path / "vendor" / "live" / "models"
-    assert sorted(p.name for p in models.iterdir()) == ["char_lm.onnx", "char_lstm.onnx", "dates.onnx",
-                                                          "manifest.json"]
+    assert sorted(p.name for p in models.iterdir()) == ["char_lm.onnx", "char_lstm.onnx", "dates_decoder.onnx",
+                                                          "dates_encoder.onnx", "manifest.json"]
     assert 14e6 < info["bytes"] <= vendor_js.LIVE_BUDGET and info["gzip_bytes"] < info["bytes"]
 
 

@@ -530,7 +530,7 @@ LIVE = {"next_token.js", "attention.js", "attention_steps.js", "lstm_gates.js", 
 def test_es_module_is_the_shared_prelude_then_the_widget_file(name):
     w = WIDGETS[name]()
     prelude, own = PRELUDE.read_text(), (STATIC / name).read_text()
-    parts = [prelude] + ([LIVE_VIEW.read_text()] if name in LIVE else []) + [own]
+    parts = [prelude] + ([(STATIC / "_random.js").read_text(), LIVE_VIEW.read_text()] if name in LIVE else []) + [own]
     assert w._esm == "\n".join(parts)  # read from the packaged files, not an inline string
     assert w._css == (STATIC / "widgets.css").read_text()
     assert own.rstrip().endswith("export default { render };") and "export default" not in prelude
@@ -558,7 +558,7 @@ def test_es_module_reads_and_follows_every_synced_trait(name):
 def test_no_other_widget_modules_than_the_six_the_prelude_and_the_live_view():
     # live*.js: the live runtime (vendor/live/live.js in the built book), tested with the live models
     assert sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("live")) == sorted(
-        [*WIDGETS, "_prelude.js", "_live.js"])
+        [*WIDGETS, "_prelude.js", "_random.js", "_live.js"])
 
 
 def test_esm_names_a_missing_widget_module_clearly():

@@ -5,6 +5,8 @@ notes, or with a clear error. The browser half is tested in tests/browser/test_l
 test_live_jupyterlab.py (a live kernel)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -36,7 +38,8 @@ def lm():
 def test_next_token_live_starts_from_the_models_distribution(lm):
     m, logits, _ = lm
     w = NextTokenDistribution.live("char_lm", PROMPT, top_k=12, group="g")
-    assert w.live_spec == {"model": "char_lm", "text": PROMPT, "group": "g", "input": "prompt", "multiline": True}
+    assert w.live_spec == {"model": "char_lm", "text": PROMPT, "group": "g", "input": "prompt", "multiline": True,
+                           "limits": {"n": [1, 200], "seed": [0, 2**32 - 1]}}
     assert np.allclose(w.probabilities(), torch.softmax(logits[-1].double(), -1).numpy(), atol=1e-6)
     assert w.top_k == 12 and len(w.tokens) == len(m.itos)
 
@@ -65,7 +68,7 @@ def test_bad_input_from_the_view_gets_a_clear_error_and_changes_nothing():
     [reply] = ask(w, action="dance", text="a")
     assert reply["error"].startswith("the kernel could not run the model: ValueError: unknown live action 'dance'")
     [reply] = ask(w, action="generate", text="ROMEO", n=0)
-    assert "n must be a whole number from 1 to 500, got 0" in reply["error"]
+    assert "n must be a whole number from 1 to 200, got 0" in reply["error"]
     assert bytes(w.logits) == before
     assert ask(w, type="something else") == []                                   # not a live message: no reply
     plain = NextTokenDistribution(torch.zeros(3), ["a", "b", "c"])
@@ -162,3 +165,48 @@ def test_a_saved_live_widget_prints_its_recorded_example():
     rebuilt = widget_from_state(w.get_state())
     assert rebuilt.query_tokens == w.query_tokens and rebuilt.view == "grid"
     assert rebuilt.to_figure() is not None
+
+
+@pytest.mark.parametrize("value, shown", [(float("inf"), "inf"), (float("-inf"), "-inf"), (float("nan"), "nan"),
+                                          (np.float64("nan"), "np.float64(nan)"), (2.5, "2.5"), (True, "True"),
+                                          ("3", "'3'")])
+def test_a_count_that_is_not_a_whole_number_gets_the_functions_message(value, shown):
+    """NaN and the infinities are refused with the same words as any other bad count, not with int()'s
+    OverflowError or ValueError."""
+    from seqviz.widgets._live import count
+
+    with pytest.raises(ValueError, match=rf"^beam_size must be a whole number from 1 to 16, got {re.escape(shown)}$"):
+        BeamTree.live("dates", "03-MAR-99", options={"beam_size": value})
+    with pytest.raises(ValueError, match=rf"^seed must be a whole number from 0 to 9, got {re.escape(shown)}$"):
+        count(value, "seed", 0, 9)
+    w = NextTokenDistribution.live("char_lm", PROMPT)
+    [reply] = ask(w, action="generate", text="ROMEO", n=value)
+    assert reply["error"] == f"the kernel could not run the model: ValueError: n must be a whole number from 1 to " \
+                             f"200, got {shown}"
+
+
+@pytest.mark.parametrize("key", ["text", "model", "group", "input", "multiline", "limits"])
+def test_options_may_not_overwrite_the_specs_own_keys(key):
+    """The recorded example is .live()'s text: options={"text": ...} would store a spec whose text the widget was not
+    computed from (and the "Recorded example" button would run it)."""
+    with pytest.raises(ValueError, match=rf"options may not set '{key}': it is the live spec's own"):
+        NextTokenDistribution.live("char_lm", "ROMEO.\n", options={key: "JULIET.\n"})
+    with pytest.raises(ValueError, match="options may not set 'text', 'model': they are the live spec's own"):
+        BeamTree.live("dates", "03-MAR-99", options={"text": "x", "model": "char_lm"})
+
+
+def test_the_kernel_and_the_view_read_one_set_of_limits():
+    """The limits a view clamps to (live_spec["limits"]) are the ones the kernel applies and the export writes for the
+    page's runtime (seqviz.live.limits; tests/test_js_units.py runs the page's side on them)."""
+    from seqviz.live import export as live_export
+    from seqviz.live.limits import LIMITS, limits
+
+    w = NextTokenDistribution.live("char_lm", PROMPT)
+    assert w.live_spec["limits"] == limits() == {k: list(v) for k, v in LIMITS.items()}
+    assert live_export.make_manifest({})["limits"] == limits()
+    (n_lo, n_hi), (s_lo, s_hi) = LIMITS["n"], LIMITS["seed"]
+    for n, seed in ((n_hi + 1, 0), (n_lo - 1, 0), (1, s_hi + 1), (1, s_lo - 1)):
+        [reply] = ask(w, action="generate", text="ROMEO", n=n, greedy=False, seed=seed)
+        assert "must be a whole number" in reply["error"], (n, seed)
+    [ok] = ask(w, action="generate", text="ROMEO", n=2, greedy=False, seed=s_hi)
+    assert "error" not in ok and len(ok["text"]) == len("ROMEO") + 2

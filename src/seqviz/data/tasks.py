@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 
 __all__ = ["AgreementExample", "agreement_examples", "agreement_vocabulary", "AGREEMENT_VERBS",
-           "DateExample", "DATE_FORMATS", "DATE_YEARS", "date_examples", "date_task"]
+           "DateExample", "DATE_FORMATS", "DATE_YEARS", "date_examples", "date_task", "date_patterns"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -130,6 +130,43 @@ DATE_FORMATS = {
 #: the years the generator draws from: a century, so two-digit years (dd_mon_yy) are unambiguous, read as POSIX
 #: strptime's %y does (69-99 -> 19xx, 00-68 -> 20xx)
 DATE_YEARS = (1969, 2068)
+
+
+def date_patterns() -> dict[str, str]:
+    """A regular expression for each surface form of :data:`DATE_FORMATS`, made from the form's own text for a probe
+    date, so a live model can say when a date is written in a form it never saw (the export writes them into the
+    manifest the page reads; the kernel compiles them). It checks the shape (names, numbers, punctuation), not the
+    calendar. The patterns use only syntax Python's ``re`` and JavaScript's ``RegExp`` read alike."""
+    import datetime
+    import re
+
+    probe = datetime.date(2033, 11, 22)                                           # every field tells itself apart
+    month, weekday = _MONTHS[probe.month - 1], _WEEKDAYS[probe.weekday()]
+    any_of = lambda words: "(?:" + "|".join(words) + ")"                          # noqa: E731
+    fields = [(weekday, any_of(_WEEKDAYS)),                                       # "November" is cut before "Nov"
+              (month, any_of(_MONTHS)), (month.lower(), any_of(m.lower() for m in _MONTHS)),
+              (month[:3], any_of(m[:3] for m in _MONTHS)),
+              (month[:3].upper(), any_of(m[:3].upper() for m in _MONTHS)),
+              ("22nd", r"\d{1,2}(?:st|nd|rd|th)"), ("2033", r"\d{4}"), ("33", r"\d{2}"), ("22", r"\d{1,2}"),
+              ("11", r"\d{1,2}")]
+    literal = lambda text: re.escape(text).replace("\\ ", " ")                  # noqa: E731  (JS reads it too)
+    out = {}
+    for form, write in DATE_FORMATS.items():
+        parts = [(False, write(probe))]                                           # (is a pattern, text)
+        for field, pattern in fields:
+            parts = [q for is_pattern, text in parts
+                     for q in ([(True, text)] if is_pattern else _cut(text, field, pattern))]
+        out[form] = "^" + "".join(t if is_pattern else literal(t) for is_pattern, t in parts) + "$"
+    return out
+
+
+def _cut(text: str, field: str, pattern: str) -> list[tuple[bool, str]]:
+    """``text`` as literal pieces with ``pattern`` wherever ``field`` was."""
+    pieces = text.split(field)
+    out = [(False, pieces[0])]
+    for piece in pieces[1:]:
+        out += [(True, pattern), (False, piece)]
+    return [(is_pattern, t) for is_pattern, t in out if t]
 
 
 @dataclass(frozen=True)

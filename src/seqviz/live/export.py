@@ -2,8 +2,11 @@
 
 ``export_all(out)`` writes, for each model of :data:`MODELS`, its graphs (:mod:`seqviz.live.graphs`) as ``.onnx``
 files and ``manifest.json``: per model the checkpoint's SHA-256, the vocabulary, the sizes the page needs (context,
-layers, heads, special ids) and each file's own SHA-256 and size. ``stale(manifest)`` says why an export no longer
-matches the package (another checkpoint, other graph code); ``check_folder(out)`` raises with those reasons.
+layers, heads, special ids), its cropping rule and each file's own SHA-256 and size (the page checks both before it
+runs a graph), and the limits of every request (:mod:`seqviz.live.limits`). ``stale(manifest)`` says why an export
+no longer matches the package: another checkpoint, other code (:data:`SOURCES`: the graphs, the model code they call,
+the dates task), an entry that is not what the shipped checkpoint gives now, files missing or changed;
+``check_folder(out)`` raises with those reasons.
 
 Each graph is exported with ``dynamo=True``, opset :data:`OPSET`, dynamic batch and length dimensions
 (``torch.export.Dim``; examples of size >= 2, since a size of 1 silently makes a dimension static) and one file per
@@ -29,16 +32,28 @@ import torch
 from seqviz import __version__
 
 from . import graphs
+from .limits import crop_rule, limits
 
-__all__ = ["MODELS", "OPSET", "FORMAT", "DEFAULT_OUT", "export_all", "export_model", "store_half", "stale",
-           "check_folder", "StaleExport", "exporter_sha256", "read_manifest"]
+__all__ = ["MODELS", "OPSET", "FORMAT", "DEFAULT_OUT", "SOURCES", "export_all", "export_model", "store_half", "stale",
+           "check_folder", "StaleExport", "exporter_sha256", "read_manifest", "manifest_entry", "make_manifest",
+           "graph_files"]
 
-#: the manifest's format; the page refuses another
-FORMAT = 1
+#: the manifest's format; the page refuses another (2: cropping rules, limits; the page checks each file's SHA-256)
+FORMAT = 2
 OPSET = 20
 DEFAULT_OUT = Path("_build") / "live-models"
 #: a weight is stored as float16 when it has at least this many values and float16 holds each exactly
 HALF_MIN_VALUES = 1024
+#: the seqviz package folder whose SOURCES the export's hash covers
+PACKAGE = Path(__file__).resolve().parents[1]
+#: the code an export depends on, relative to PACKAGE: the graphs and this exporter, the limits, the model code the
+#: graphs call (projections and head merge, LayerNorm, position tables, feed-forward layers, the LSTM cell's
+#: forward_traced, the recurrent LM's embedding and output layer), the loaders that rebuild each model from its
+#: checkpoint, the vocabulary class and the dates task (the manifest's formats). tests/test_live_export.py checks that
+#: every seqviz module graphs.py imports, and every one the builders below import, is here.
+SOURCES = ("live/graphs.py", "live/export.py", "live/limits.py",
+           "transformer/layers.py", "transformer/lm.py", "transformer/encdec.py", "transformer/pretrained.py",
+           "lstm.py", "rnn/layer.py", "rnn/lm.py", "char_lstm.py", "data/text.py", "data/tasks.py")
 
 
 class StaleExport(ValueError):
@@ -49,11 +64,16 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def exporter_sha256() -> str:
-    """SHA-256 of the code that defines the exported graphs (graphs.py and this file): an export made by other code
-    is stale even from the same checkpoint."""
-    here = Path(__file__).resolve().parent
-    return _sha256(b"".join((here / name).read_bytes() for name in ("graphs.py", "export.py")))
+def exporter_sha256(package: Path | None = None) -> str:
+    """SHA-256 of the code an export depends on (:data:`SOURCES`, each file's path and bytes): an export made by other
+    code is stale even from the same checkpoint."""
+    root = PACKAGE if package is None else Path(package)
+    h = hashlib.sha256()
+    for name in SOURCES:
+        data = (root / name).read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -90,7 +110,7 @@ def _char_lm():
                       ({0: B, 1: T}, {0: B, 3: P}, {0: B, 3: P}))
     meta = {"kind": "transformer_lm", "itos": list(itos), "vocab_size": c.vocab_size, "context": c.max_len,
             "layers": c.num_layers, "heads": c.num_heads, "d_model": c.d_model, "d_k": c.d_model // c.num_heads,
-            "causal": bool(c.causal)}
+            "causal": bool(c.causal), "crop": crop_rule("char_lm", c.max_len)}
     return {"lm": graph}, meta
 
 
@@ -107,11 +127,12 @@ def _char_lstm():
                       ({0: B}, {1: B}, {1: B}))
     specials = {"pad": vocab.pad_id, "unk": vocab.unk_id, "bos": vocab.bos_id, "eos": vocab.eos_id}
     meta = {"kind": "lstm_lm", "itos": list(vocab.itos), "vocab_size": c.vocab_size, "layers": L, "d_h": d_h,
-            "d_emb": c.d_emb, "specials": specials, "gates": list(graphs.GATE_NAMES)}
+            "d_emb": c.d_emb, "specials": specials, "gates": list(graphs.GATE_NAMES), "crop": crop_rule("char_lstm")}
     return {"step": graph}, meta
 
 
 def _dates():
+    from seqviz.data.tasks import date_patterns
     from seqviz.transformer.pretrained import load_checkpoint
 
     model, vocab, info = load_checkpoint("dates_transformer")
@@ -128,46 +149,8 @@ def _dates():
             "layers": c.num_layers, "heads": c.num_heads, "d_model": c.d_model,
             "src_specials": {s: src_itos.index(t) for s, t in (("pad", "<pad>"), ("unk", "<unk>"))},
             "bos_id": c.bos_id, "eos_id": c.eos_id, "pad_id": c.pad_id,
-            "task": info["recipe"]["task"], "formats": date_patterns()}
+            "task": info["recipe"]["task"], "formats": date_patterns(), "crop": crop_rule("dates", c.max_len)}
     return {"encoder": enc, "decoder": dec}, meta
-
-
-def date_patterns() -> dict[str, str]:
-    """A regular expression for each surface form of the dates task (``seqviz.data.tasks.DATE_FORMATS``), made from
-    the form's own text for a probe date, so the page can say when a date is written in a form the model never saw.
-    It checks the shape (names, numbers, punctuation), not the calendar."""
-    import datetime
-    import re
-
-    from seqviz.data.tasks import _MONTHS, _WEEKDAYS, DATE_FORMATS
-
-    probe = datetime.date(2033, 11, 22)                                           # every field tells itself apart
-    month, weekday = _MONTHS[probe.month - 1], _WEEKDAYS[probe.weekday()]
-    any_of = lambda words: "(?:" + "|".join(words) + ")"                          # noqa: E731
-    fields = [(weekday, any_of(_WEEKDAYS)),                                       # "November" is cut before "Nov"
-              (month, any_of(_MONTHS)), (month.lower(), any_of(m.lower() for m in _MONTHS)),
-              (month[:3], any_of(m[:3] for m in _MONTHS)),
-              (month[:3].upper(), any_of(m[:3].upper() for m in _MONTHS)),
-              ("22nd", r"\d{1,2}(?:st|nd|rd|th)"), ("2033", r"\d{4}"), ("33", r"\d{2}"), ("22", r"\d{1,2}"),
-              ("11", r"\d{1,2}")]
-    literal = lambda text: re.escape(text).replace("\\ ", " ")                  # noqa: E731  (JS reads it too)
-    out = {}
-    for form, write in DATE_FORMATS.items():
-        parts = [(False, write(probe))]                                           # (is a pattern, text)
-        for field, pattern in fields:
-            parts = [q for is_pattern, text in parts
-                     for q in ([(True, text)] if is_pattern else _cut(text, field, pattern))]
-        out[form] = "^" + "".join(t if is_pattern else literal(t) for is_pattern, t in parts) + "$"
-    return out
-
-
-def _cut(text: str, field: str, pattern: str) -> list[tuple[bool, str]]:
-    """``text`` as literal pieces with ``pattern`` wherever ``field`` was."""
-    pieces = text.split(field)
-    out = [(False, pieces[0])]
-    for piece in pieces[1:]:
-        out += [(True, pattern), (False, piece)]
-    return [(is_pattern, t) for is_pattern, t in out if t]
 
 
 def _specs() -> dict[str, ModelSpec]:
@@ -242,27 +225,55 @@ def export_graph(spec: GraphSpec, path: Path) -> None:
     path.write_bytes(model.SerializeToString())
 
 
-def export_model(name: str, out: Path, log: Callable[[str], None] = print) -> dict:
-    """Export model ``name`` of :data:`MODELS` into ``out``; return its manifest entry (with ``seconds``, the
-    export's wall time, which the manifest does not keep)."""
+def graph_files(name: str) -> dict[str, str]:
+    """The file name of each graph (role -> file) of model ``name``: ``name.onnx``, or ``name_role.onnx`` for a model
+    of several graphs."""
+    roles = _built(name)[0]
+    return {role: f"{name}.onnx" if len(roles) == 1 else f"{name}_{role}.onnx" for role in roles}
+
+
+def _built(name: str) -> tuple[dict[str, GraphSpec], dict]:
     specs = _specs()
     if name not in specs:
         raise ValueError(f"no exported model is called {name!r}; the models are {', '.join(MODELS)}")
-    spec = specs[name]
-    t0 = time.perf_counter()
-    graph_specs, meta = spec.build()
+    return specs[name].build()
+
+
+def manifest_entry(name: str, folder: str | Path, built: tuple[dict[str, GraphSpec], dict] | None = None) -> dict:
+    """The manifest entry of model ``name`` whose graphs lie in ``folder`` (under :func:`graph_files`' names): the
+    checkpoint and its SHA-256, each file's SHA-256, size, inputs and outputs, and what the page needs (vocabulary,
+    sizes, the cropping rule, the date forms), read from the shipped checkpoint."""
+    graph_specs, meta = built if built is not None else _built(name)
+    spec = _specs()[name]
     files = {}
-    for role, g in graph_specs.items():
-        path = out / (f"{name}.onnx" if len(graph_specs) == 1 else f"{name}_{role}.onnx")
-        export_graph(g, path)
-        data = path.read_bytes()
-        files[role] = {"file": path.name, "sha256": _sha256(data), "bytes": len(data),
-                       "inputs": list(g.input_names), "outputs": list(g.module.output_names)}
+    for role, file in graph_files(name).items():
+        data = (Path(folder) / file).read_bytes()
+        g = graph_specs[role]
+        files[role] = {"file": file, "sha256": _sha256(data), "bytes": len(data), "inputs": list(g.input_names),
+                       "outputs": list(g.module.output_names)}
+    return {"checkpoint": spec.checkpoint, "checkpoint_sha256": spec.sha256, "files": files, **meta}
+
+
+def make_manifest(entries: dict[str, dict]) -> dict:
+    """The manifest of an export holding ``entries`` (model -> :func:`manifest_entry`): the format, the versions, the
+    hash of the code it was made by and the limits of every live request (seqviz.live.limits)."""
+    return {"format": FORMAT, "seqviz": __version__, "torch": torch.__version__, "opset": OPSET,
+            "exporter_sha256": exporter_sha256(), "limits": limits(), "models": entries}
+
+
+def export_model(name: str, out: Path, log: Callable[[str], None] = print) -> dict:
+    """Export model ``name`` of :data:`MODELS` into ``out``; return its manifest entry (with ``seconds``, the
+    export's wall time, which the manifest does not keep)."""
+    t0 = time.perf_counter()
+    built = _built(name)
+    for role, file in graph_files(name).items():
+        export_graph(built[0][role], out / file)
+    entry = manifest_entry(name, out, built)
     seconds = time.perf_counter() - t0
-    log(f"{name}: {', '.join(f['file'] for f in files.values())} "
-        f"({sum(f['bytes'] for f in files.values()) / 1e6:.2f} MB) in {seconds:.1f} s")
-    return {"checkpoint": spec.checkpoint, "checkpoint_sha256": spec.sha256, "files": files, **meta,
-            "seconds": seconds}
+    files = entry["files"].values()
+    log(f"{name}: {', '.join(f['file'] for f in files)} ({sum(f['bytes'] for f in files) / 1e6:.2f} MB) in "
+        f"{seconds:.1f} s")
+    return {**entry, "seconds": seconds}
 
 
 def export_all(out: str | Path = DEFAULT_OUT, names=MODELS, log: Callable[[str], None] = print) -> dict:
@@ -270,10 +281,9 @@ def export_all(out: str | Path = DEFAULT_OUT, names=MODELS, log: Callable[[str],
     the export's ``seconds``, which the file leaves out)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    entries = {name: export_model(name, out, log) for name in names}
-    manifest = {"format": FORMAT, "seqviz": __version__, "torch": torch.__version__, "opset": OPSET,
-                "exporter_sha256": exporter_sha256(), "models": entries}
-    kept = {**manifest, "models": {n: {k: v for k, v in e.items() if k != "seconds"} for n, e in entries.items()}}
+    manifest = make_manifest({name: export_model(name, out, log) for name in names})
+    kept = {**manifest, "models": {n: {k: v for k, v in e.items() if k != "seconds"}
+                                   for n, e in manifest["models"].items()}}
     (out / "manifest.json").write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 
@@ -289,15 +299,26 @@ def read_manifest(folder: str | Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _shown(value) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def stale(manifest: dict, folder: str | Path | None = None) -> list[str]:
     """Why the export described by ``manifest`` no longer matches this package (empty: it is up to date): a model
-    missing, exported from another checkpoint than the one shipped (its SHA-256), by other graph code, or (with
-    ``folder``) a file missing or changed since the export."""
+    missing; exported from another checkpoint than the one shipped (its SHA-256) or by other code (:data:`SOURCES`);
+    limits other than seqviz.live.limits'; an entry whose vocabulary, sizes, cropping rule or date forms are not
+    what the shipped checkpoint and the dates task give now; graphs missing from the entry or listed with other
+    inputs or outputs; and (with ``folder``) a file missing, of another length or changed since the export."""
     if manifest.get("format") != FORMAT:
         return [f"the manifest has format {manifest.get('format')!r}, this seqviz writes format {FORMAT}"]
     reasons, specs, entries = [], _specs(), manifest.get("models", {})
     if manifest.get("exporter_sha256") != exporter_sha256():
-        reasons.append("the export was made by other graph code than this seqviz.live (exporter_sha256 differs)")
+        reasons.append("the export was made by other code than this seqviz's (exporter_sha256 differs: the graphs, "
+                       "the model code they call or the dates task changed)")
+    if manifest.get("limits") != limits():
+        reasons.append(f"its limits {_shown(manifest.get('limits'))} are not seqviz.live.limits' {_shown(limits())}")
+    reasons += [f"{name}: not a model this seqviz exports" for name in entries if name not in specs]
     for name in MODELS:
         entry = entries.get(name)
         if entry is None:
@@ -306,10 +327,35 @@ def stale(manifest: dict, folder: str | Path | None = None) -> list[str]:
         if entry.get("checkpoint_sha256") != specs[name].sha256:
             reasons.append(f"{name}: exported from checkpoint SHA-256 {entry.get('checkpoint_sha256')}, but the "
                            f"shipped {specs[name].checkpoint} has {specs[name].sha256}")
-        for role, f in entry.get("files", {}).items() if folder is not None else ():
+        graph_specs, meta = _built(name)
+        for key, want in meta.items():
+            if entry.get(key) != want:
+                reasons.append(f"{name}: its {key} {_shown(entry.get(key))} is not the shipped model's "
+                               f"{_shown(want)}")
+        files, want_files = entry.get("files") or {}, graph_files(name)
+        if set(files) != set(want_files):
+            reasons.append(f"{name}: lists the graphs {sorted(files)}, the model has {sorted(want_files)}")
+        for role, f in files.items():
+            if role not in want_files:
+                continue
+            g = graph_specs[role]
+            if (f.get("file"), f.get("inputs"), f.get("outputs")) != (want_files[role], list(g.input_names),
+                                                                        list(g.module.output_names)):
+                reasons.append(f"{name}: its {role} graph is listed as {_shown(f.get('file'))} with inputs "
+                               f"{f.get('inputs')} and outputs {f.get('outputs')}, not {want_files[role]} with "
+                               f"{list(g.input_names)} and {list(g.module.output_names)}")
+                continue
+            if not (isinstance(f.get("bytes"), int) and f["bytes"] > 0 and isinstance(f.get("sha256"), str)
+                    and len(f["sha256"]) == 64):
+                reasons.append(f"{name}: {f['file']} has no size or SHA-256 in the manifest")
+                continue
+            if folder is None:
+                continue
             path = Path(folder) / f["file"]
             if not path.is_file():
                 reasons.append(f"{name}: {f['file']} is missing")
+            elif path.stat().st_size != f["bytes"]:
+                reasons.append(f"{name}: {f['file']} has {path.stat().st_size} bytes, the manifest says {f['bytes']}")
             elif _sha256(path.read_bytes()) != f["sha256"]:
                 reasons.append(f"{name}: {f['file']} changed since the export (its SHA-256 differs)")
     return reasons

@@ -21,6 +21,8 @@ from typing import Sequence
 
 import torch
 
+from .limits import CROPS, crop_rule
+
 __all__ = ["LIVE_MODELS", "LiveInputError", "Encoded", "encode_text", "char_lm", "char_lstm", "dates",
            "char_lm_forward", "char_lstm_trace", "generate_text", "date_format", "outside_formats_note",
            "dates_greedy", "dates_beam", "LSTM_MAX_CHARS"]
@@ -29,7 +31,7 @@ __all__ = ["LIVE_MODELS", "LiveInputError", "Encoded", "encode_text", "char_lm",
 LIVE_MODELS = {"char_lm": "the shipped character transformer", "char_lstm": "the shipped character LSTM",
                "dates": "the shipped date encoder-decoder"}
 #: the most characters the LSTM's live widget reads (the model itself has no limit; the widget draws every step)
-LSTM_MAX_CHARS = 200
+LSTM_MAX_CHARS = CROPS["char_lstm"][1]
 
 
 class LiveInputError(ValueError):
@@ -90,6 +92,13 @@ def encode_text(text: str, stoi: dict[str, int], *, what: str = "the text", drop
     return Encoded(ids=[stoi[c] for c in chars], chars=chars, dropped=unknown, cropped=cropped, notes=notes)
 
 
+def _cropped(model: str, context: int | None = None) -> dict:
+    """encode_text's cropping arguments for ``model`` (seqviz.live.limits.crop_rule, which the export writes into the
+    manifest the page reads)."""
+    rule = crop_rule(model, context)
+    return {"max_len": rule["max"], "keep": rule["keep"], "why": rule["why"]}
+
+
 # ---- the models, loaded once per process ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LiveModel:
@@ -121,7 +130,7 @@ def char_lstm() -> LiveModel:
 def dates() -> LiveModel:
     from seqviz.transformer.pretrained import load_checkpoint
 
-    from .export import date_patterns
+    from seqviz.data.tasks import date_patterns
 
     model, vocab, _ = load_checkpoint("dates_transformer")
     src, tgt = list(vocab["src"]), list(vocab["tgt"])
@@ -147,7 +156,7 @@ def char_lm_forward(text: str) -> tuple[Encoded, CharLMForward]:
     from seqviz.transformer.inspect import queries_keys_values
 
     m = char_lm()
-    enc = encode_text(text, m.stoi, what="the prompt", max_len=m.extra["context"], keep="end")
+    enc = encode_text(text, m.stoi, what="the prompt", **_cropped("char_lm", m.extra["context"]))
     ids = torch.tensor([enc.ids])                                                 # (1, T)
     with torch.no_grad():
         logits, _, attn = m.model(ids, return_attention=True)                     # (1, T, V), (1, L, H, T, T)
@@ -173,8 +182,7 @@ def char_lstm_trace(text: str):
     """The shipped character LSTM over ``text`` (its first LSTM_MAX_CHARS characters) from the zero state:
     (Encoded, [LSTMTrace of each layer, fields (1, T, d_h)])."""
     m = char_lstm()
-    enc = encode_text(text, m.stoi, what="the text", max_len=LSTM_MAX_CHARS, keep="start",
-                      why=f"the widget draws at most {LSTM_MAX_CHARS}")
+    enc = encode_text(text, m.stoi, what="the text", **_cropped("char_lstm"))
     return enc, m.model.trace(torch.tensor([enc.ids]))
 
 
@@ -193,7 +201,7 @@ def outside_formats_note(text: str) -> str:
 
 def _date_source(text: str) -> tuple[Encoded, torch.Tensor]:
     m = dates()
-    enc = encode_text(text, m.stoi, what="the date", max_len=m.model.config.max_len, keep="start")
+    enc = encode_text(text, m.stoi, what="the date", **_cropped("dates", m.model.config.max_len))
     notes = enc.notes if date_format("".join(enc.chars)) else enc.notes + [outside_formats_note("".join(enc.chars))]
     return Encoded(enc.ids, enc.chars, enc.dropped, enc.cropped, notes), torch.tensor([enc.ids])
 

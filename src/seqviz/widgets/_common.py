@@ -16,6 +16,8 @@ CSS = STATIC / "widgets.css"
 PRELUDE = STATIC / "_prelude.js"
 #: the live mode's view half (seqviz.widgets._live), in the modules of the widgets that can run a model live
 LIVE_VIEW = STATIC / "_live.js"
+#: the one seeded PRNG, in the live widgets' modules (before the live view) and in the live runtime's
+RANDOM = STATIC / "_random.js"
 LIVE_WIDGETS = ("next_token.js", "attention.js", "attention_steps.js", "lstm_gates.js", "beam_tree.js")
 #: the live runtime (vendor/live/live.js in the built book), not widget modules
 RUNTIME = ("live.js", "live_decode.js")
@@ -23,8 +25,8 @@ RUNTIME = ("live.js", "live_decode.js")
 
 @functools.cache
 def esm(name: str) -> str:
-    """The ES module of one widget: the shared prelude (palettes, DOM and canvas helpers), the live mode's view half
-    for the widgets that have one (LIVE_WIDGETS), then ``static/name``.
+    """The ES module of one widget: the shared prelude (palettes, DOM and canvas helpers), the seeded PRNG and the live
+    mode's view half for the widgets that have one (LIVE_WIDGETS), then ``static/name``.
 
     Each module is loaded on its own (in the static book from a blob: URL), so it cannot import a sibling file; the
     shared code is put in front of it here instead, read once per process.
@@ -33,7 +35,7 @@ def esm(name: str) -> str:
     if not widget.is_file() or name.startswith("_") or name in RUNTIME:
         known = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_") and p.name not in RUNTIME)
         raise FileNotFoundError(f"no widget module {widget}; the widget modules are {known}")
-    parts = [PRELUDE] + ([LIVE_VIEW] if name in LIVE_WIDGETS else []) + [widget]
+    parts = [PRELUDE] + ([RANDOM, LIVE_VIEW] if name in LIVE_WIDGETS else []) + [widget]
     return "\n".join(p.read_text(encoding="utf-8") for p in parts)
 
 

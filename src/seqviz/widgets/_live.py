@@ -19,6 +19,7 @@ A message is ``{"type": "seqviz-live", "id", "action": "run" | "generate", "text
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import ClassVar
 
@@ -29,11 +30,16 @@ __all__ = ["LiveMode", "LIVE_MESSAGE", "check_spec"]
 LIVE_MESSAGE = "seqviz-live"
 #: what the bar calls the input of each model
 INPUT_NAMES = {"char_lm": "prompt", "char_lstm": "text", "dates": "date"}
+#: the keys of a live spec that are the spec's own, which a widget's options may not set
+SPEC_KEYS = ("model", "text", "group", "input", "multiline", "limits")
 
 
 def check_spec(spec: dict, models: dict[str, str], widget: str) -> dict:
     """A checked live spec: ``model`` one of ``models`` (the ones this widget can run), ``text`` the recorded input,
-    ``group`` (a name or None) and the widget's own options (JSON values)."""
+    ``group`` (a name or None) and the widget's own options (JSON values); it adds what the bar calls the input, whether
+    it is several lines, and the limits of a request (seqviz.live.limits: the view and the kernel read the same)."""
+    from seqviz.live.limits import limits
+
     model, text = spec.get("model"), spec.get("text")
     if model not in models:
         raise ValueError(f"{widget} runs live with {' or '.join(repr(m) for m in models)}, not {model!r}")
@@ -42,7 +48,7 @@ def check_spec(spec: dict, models: dict[str, str], widget: str) -> dict:
     group = spec.get("group")
     if group is not None and (not isinstance(group, str) or not group.strip()):
         raise TypeError(f"group must be a name shared by the widgets that read one input, or None; got {group!r}")
-    return {**spec, "input": INPUT_NAMES[model], "multiline": model != "dates"}
+    return {**spec, "input": INPUT_NAMES[model], "multiline": model != "dates", "limits": limits()}
 
 
 class LiveMode(traitlets.HasTraits):
@@ -64,8 +70,14 @@ class LiveMode(traitlets.HasTraits):
         """The widget on ``text`` read by ``model`` (the recorded example; computed now with the package's model),
         able to run that model on the reader's input. ``group`` names the widgets of a page that share one input;
         ``options`` are the live mode's own (per widget); other keyword arguments go to the widget."""
-        spec = check_spec({"model": model, "text": text, "group": group, **(options or {})}, cls._live_models,
-                          cls.__name__)
+        options = dict(options or {})
+        taken = [k for k in options if k in SPEC_KEYS]
+        if taken:
+            raise ValueError(f"options may not set {', '.join(repr(k) for k in taken)}: "
+                             f"{'it is' if len(taken) == 1 else 'they are'} the live spec's own (the model, the "
+                             f"recorded text and the group are .live()'s arguments: {cls.__name__}.live(model, text, "
+                             f"group=...)); options are the widget's own live settings")
+        spec = check_spec({"model": model, "text": text, "group": group, **options}, cls._live_models, cls.__name__)
         args, kw, reply = cls._live_data(spec, text, {})
         if reply.get("notes"):
             raise ValueError(f"the recorded example should be read as it is: {'; '.join(reply['notes'])}")
@@ -110,7 +122,9 @@ class LiveMode(traitlets.HasTraits):
 
 
 def count(value, name: str, lo: int, hi: int) -> int:
-    """An int in [lo, hi] from a request (the view sends numbers)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or not lo <= value <= hi:
+    """An int in [lo, hi] from a request (the view sends numbers; NaN, infinities, fractions, booleans and anything
+    not a number are refused with the same message). The page's runtime says the same (live.js checkLimit)."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or int(value) != value or not lo <= value <= hi):
         raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
     return int(value)

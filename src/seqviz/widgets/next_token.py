@@ -120,14 +120,15 @@ class NextTokenDistribution(Described, anywidget.AnyWidget, LiveMode):
         """The request's text followed by ``n`` generated characters (greedy, or sampled at the request's
         temperature, top k and seed: the view sends what it shows)."""
         from seqviz.live.kernel import generate_text
+        from seqviz.live.limits import LIMITS
 
-        n = count(request.get("n"), "n", 1, 500)
+        n = count(request.get("n"), "n", *LIMITS["n"])
         greedy = request.get("greedy", True) is True
         top_k = request.get("top_k")
         top_k = None if top_k is None else count(top_k, "top_k", 1, self.k_max)
         enc, text = generate_text(request["text"], n, greedy=greedy,
                                   temperature=_check_temperature(request.get("temperature", self.temperature)),
-                                  top_k=top_k, seed=count(request.get("seed", self.seed), "seed", 0, 2**32 - 1))
+                                  top_k=top_k, seed=count(request.get("seed", self.seed), "seed", *LIMITS["seed"]))
         return {"text": text, "notes": enc.notes}
 
     def probabilities(self, temperature: float | None = None) -> np.ndarray:

@@ -14,14 +14,17 @@
 //   - "kernel": anywhere else (JupyterLab, Notebook, VS Code, Colab), the bar sends the input to the kernel as a custom
 //     message; the widget's Python object runs the package's own model and sets the traits itself, and replies with
 //     the notes to show.
-// Widgets of one `group` share their input: running one runs the others on the same text.
+// Widgets of one `group` in one notebook share their input: running one runs the others on the same text (in
+// JupyterLab several notebooks share one page; a page of the built book is one notebook).
 // Input problems (an empty input, characters outside the vocabulary, with a button that drops them) are shown under
 // the field and the drawing keeps the last input that ran; notes (cropped text, a date in no training form) beside it.
 // The root's data-live ("off", "loading", "ready", "running", "error"), data-live-engine, data-live-text (the input
 // drawn) and data-live-runs (runs finished) say where the bar is (the tests read them); root.svLive holds the last
 // result the page's runtime computed (the floats the traits were made from).
 
-const LIVE_GROUPS = globalThis.__seqvizLiveGroups || (globalThis.__seqvizLiveGroups = new Map());
+const LIVE_GROUPS = globalThis.__seqvizLiveGroups2 || (globalThis.__seqvizLiveGroups2 = new Map());
+// The element a live group is kept within: a JupyterLab / Notebook 7 notebook, else the page.
+const LIVE_SCOPE = ".jp-Notebook";
 const LIVE_DEBOUNCE_MS = 150;
 const KERNEL_TIMEOUT_MS = 120000;
 let liveCount = 0;
@@ -80,11 +83,49 @@ function f32Bytes(a) {
   return dv;
 }
 
-// Values in [lo, hi] as bytes 0..255 (seqviz.widgets._common.quantize_uint8).
+// The nearest integer, ties to the even one (numpy's rint, which quantize_uint8 uses; Math.round takes ties up).
+function roundHalfEven(x) {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+// Values in [lo, hi] as bytes 0..255 by seqviz.widgets._common.quantize_uint8's rule, step for step in float64:
+// rint((clip(v, lo, hi) - lo) / (hi - lo) * 255), ties to even. The same values give the same bytes on both sides.
 function quantized(a, lo, hi, out = new Uint8Array(a.length), at = 0) {
-  const scale = 255 / (hi - lo);
-  for (let i = 0; i < a.length; i++) out[at + i] = Math.round((Math.min(hi, Math.max(lo, a[i])) - lo) * scale);
+  for (let i = 0; i < a.length; i++) {
+    out[at + i] = roundHalfEven((Math.min(hi, Math.max(lo, a[i])) - lo) / (hi - lo) * 255);
+  }
   return out;
+}
+
+// A typed whole number brought into [lo, hi] (a live spec's `limits`, seqviz.live.limits: what the kernel and the
+// page's runtime accept); what is not a number becomes lo.
+function withinLimit(value, [lo, hi]) {
+  const v = Math.floor(Number(value));
+  return Number.isFinite(v) ? Math.max(lo, Math.min(hi, v)) : lo;
+}
+
+// The notebook a widget's element is in (LIVE_SCOPE), or the page; null while the element is not in the page yet.
+function liveScope(el) {
+  return (el.closest && el.closest(LIVE_SCOPE)) || (el.isConnected ? el.ownerDocument : null);
+}
+
+// Join the live group `name` (see LIVE_GROUPS): {peers() -> the other members in this widget's notebook, leave()}.
+// `follow(text, delay)` is how the others make this widget run their text.
+function joinGroup(name, el, follow) {
+  const members = LIVE_GROUPS.get(name) || LIVE_GROUPS.set(name, new Set()).get(name);
+  let scope = null;
+  const member = {
+    follow,
+    scope: () => scope || (scope = liveScope(el)), // found once the view is in the page
+    peers: () => {
+      const mine = member.scope();
+      return mine === null ? [] : [...members].filter((m) => m !== member && m.scope() === mine);
+    },
+    leave: () => { members.delete(member); if (!members.size) LIVE_GROUPS.delete(name); },
+  };
+  members.add(member);
+  return member;
 }
 
 const quoted = (chars) => chars.map((c) => `\u201c${visible(c)}\u201d`).join(", ");
@@ -132,10 +173,8 @@ function liveBar(model, root, hooks) {
   root.dataset.live = "off";
   root.dataset.liveEngine = engine;
   let loaded = null, timer = null, running = false, again = false, runs = 0;
-  const group = spec.group ? (LIVE_GROUPS.get(spec.group) || LIVE_GROUPS.set(spec.group, new Set()).get(spec.group))
+  const member = spec.group ? joinGroup(spec.group, root, (text, delay) => { show(); setText(text, false, delay); })
     : null;
-  const member = { follow: (text, delay) => { show(); setText(text, false, delay); } };
-  if (group) group.add(member);
 
   const setState = (state) => { root.dataset.live = state; };
   const say = (lines) => { status.textContent = lines.filter(Boolean).join("\n"); };
@@ -212,7 +251,7 @@ function liveBar(model, root, hooks) {
   // the other widgets of the group follow.
   function setText(text, share, delay = 0) {
     if (field.value !== text) field.value = text;
-    if (share && group) group.forEach((m) => { if (m !== member) m.follow(text, delay); });
+    if (share && member) member.peers().forEach((m) => m.follow(text, delay));
     clearTimeout(timer);
     timer = setTimeout(run, delay);
   }
@@ -271,7 +310,7 @@ function liveBar(model, root, hooks) {
         setState("error");
       }
     },
-    stop: () => { clearTimeout(timer); if (group) group.delete(member); el.remove(); },
+    stop: () => { clearTimeout(timer); if (member) member.leave(); el.remove(); },
   };
   if (hooks.controls) hooks.controls(bar, row);
   return bar;

@@ -1,7 +1,7 @@
 // seqviz live models: the book's own checkpoints, exported by `python -m seqviz.live export` (make live-models), run
 // in the page by onnxruntime-web (WebAssembly, one thread: a static page is not cross-origin isolated), offline.
-// This file follows live_decode.js in the runtime's one ES module (scripts/vendor_js.py writes it as vendor/live/
-// live.js); it uses that file's generate and beamSearch.
+// This file follows _random.js and live_decode.js in the runtime's one ES module (scripts/vendor_js.py writes it as
+// vendor/live/live.js); it uses live_decode.js's generate and beamSearch.
 //
 //   configureLive({ort, models})   where onnxruntime-web's files and the export (manifest.json, *.onnx) are served
 //                                  (or {files: {name: URL}}, one URL per file, e.g. blob: URLs)
@@ -12,13 +12,15 @@
 // CharLM, CharLSTM and EncoderDecoder run the graphs of seqviz.live.graphs (tested equal to PyTorch) and decode with
 // live_decode.js (tested to choose the tokens seqviz.decode chooses). Input is checked before any graph runs: a
 // LiveInputError says what was wrong (an empty prompt, characters outside the model's vocabulary, which it names and
-// can drop; text longer than the context is cropped and `notes` says so). Arrays are flat, row-major Float32Arrays
-// with their shape beside them, as the widgets' buffers are.
-// Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharModel,
-// CharLM, CharLSTM, EncoderDecoder (and the helpers liveConfig, liveUrl, fetchChecked, LiveGraph, shown, checkIds,
-// vocabulary, rowsAt, LIVE, LIVE_FORMAT, ORT_FILES).
+// can drop; text longer than the model reads is cropped by the model's rule in the manifest, `crop`, and `notes` says
+// so; a number of characters or a seed outside the manifest's `limits`). Both rules are seqviz.live.limits', which the
+// kernel applies too. Every file is checked against the manifest's size and SHA-256 before it runs. Arrays are flat,
+// row-major Float32Arrays with their shape beside them, as the widgets' buffers are.
+// Top-level names: LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, checkLimit,
+// checkFile, CharModel, CharLM, CharLSTM, EncoderDecoder (and the helpers liveConfig, liveUrl, fetchChecked,
+// sha256Hex, cropOf, LiveGraph, shown, checkIds, vocabulary, rowsAt, LIVE, LIVE_FORMAT, ORT_FILES).
 
-const LIVE_FORMAT = 1; // the manifest format this runtime reads (seqviz.live.export.FORMAT)
+const LIVE_FORMAT = 2; // the manifest format this runtime reads (seqviz.live.export.FORMAT)
 const LIVE = globalThis.__seqvizLive1 || (globalThis.__seqvizLive1 = {
   config: null, runtime: null, manifest: null, models: new Map(),
 });
@@ -120,6 +122,31 @@ function loadManifest() {
   return LIVE.manifest;
 }
 
+// The SHA-256 of `bytes` in hex (SubtleCrypto: pages served over https or from localhost, and node).
+async function sha256Hex(bytes) {
+  const subtle = globalThis.crypto && globalThis.crypto.subtle;
+  if (!subtle) {
+    throw new Error("this page cannot check the model files (no SubtleCrypto: serve the book over https or from " +
+      "localhost)");
+  }
+  return Array.from(new Uint8Array(await subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0"))
+    .join("");
+}
+
+// The bytes fetched from `url` if they are the file the manifest lists ({bytes, sha256}), else an error saying so.
+async function checkFile(bytes, f, url) {
+  if (bytes.length !== f.bytes) {
+    throw new Error(`${url} has ${bytes.length} bytes, the manifest says ${f.bytes}: the export is damaged or stale ` +
+      "(rebuild the book with make live-models)");
+  }
+  const got = await sha256Hex(bytes);
+  if (got !== f.sha256) {
+    throw new Error(`${url} has SHA-256 ${got}, the manifest says ${f.sha256}: the export is damaged or stale ` +
+      "(rebuild the book with make live-models)");
+  }
+  return bytes;
+}
+
 // One exported graph: onnxruntime runs one call of a session at a time, so calls queue.
 class LiveGraph {
   constructor(ort, session) {
@@ -159,18 +186,15 @@ function loadModel(name) {
       const graphs = {};
       for (const [role, f] of Object.entries(entry.files)) {
         const url = liveUrl("models", f.file);
-        const bytes = new Uint8Array(await (await fetchChecked(url, `the ${name} model`)).arrayBuffer());
-        if (bytes.length !== f.bytes) {
-          throw new Error(`${url} has ${bytes.length} bytes, the manifest says ${f.bytes}: the export is damaged or ` +
-            "stale (rebuild the book with make live-models)");
-        }
+        const bytes = await checkFile(new Uint8Array(await (await fetchChecked(url, `the ${name} model`))
+          .arrayBuffer()), f, url);
         const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"],
           graphOptimizationLevel: "all" });
         graphs[role] = new LiveGraph(ort, session);
       }
       const Kind = { transformer_lm: CharLM, lstm_lm: CharLSTM, encoder_decoder: EncoderDecoder }[entry.kind];
       if (!Kind) throw new Error(`this runtime cannot run a model of kind ${entry.kind}`);
-      return new Kind(entry, graphs);
+      return new Kind(entry, graphs, manifest.limits);
     })();
     LIVE.models.set(name, loading);
     loading.catch(() => LIVE.models.delete(name));
@@ -213,6 +237,25 @@ function encodeText(text, stoi, { what = "the text", drop = false, max = null, k
   return { ids: chars.map((c) => stoi.get(c)), chars, dropped: unknown, cropped, notes };
 }
 
+// A whole number a request gives (a number of characters, a seed), within [lo, hi] of the manifest's limits; the
+// kernel says the same (seqviz.widgets._live.count).
+function checkLimit(value, name, [lo, hi]) {
+  if (!Number.isInteger(value) || value < lo || value > hi) {
+    throw new LiveInputError(`${name} must be a whole number from ${lo} to ${hi}, got ${value}`);
+  }
+  return value;
+}
+
+// A model's cropping rule from its manifest entry: {keep: "end" | "start", max, why} (seqviz.live.limits.crop_rule).
+function cropOf(entry) {
+  const c = entry.crop;
+  if (!c || !["end", "start"].includes(c.keep) || !Number.isInteger(c.max) || c.max < 1) {
+    throw new Error("the export's manifest has no cropping rule for this model (rebuild the book with make " +
+      "live-models)");
+  }
+  return { max: c.max, keep: c.keep, why: c.why };
+}
+
 function checkIds(ids, V, max, what) {
   if (!Array.isArray(ids) || ids.length === 0) {
     throw new LiveInputError(`${what} is empty: give at least one token`, { empty: true });
@@ -235,24 +278,33 @@ function rowsAt(data, B, T, V, t) {
 
 // ---- character language models: what the transformer and the LSTM share -----------------------------------------
 class CharModel {
-  constructor(entry, what, context = null) {
+  constructor(entry, what, context = null, limits = null) {
     this.entry = entry;
     this.what = what; // how errors name the input
     this.itos = entry.itos;
     this.stoi = vocabulary(entry.itos);
     this.V = entry.vocab_size;
     this.context = context; // the most characters the model reads (null: no limit)
+    this.crop = cropOf(entry); // how a long input is cropped before it is read
+    this.limits = limits; // the manifest's limits of a request
   }
 
+  // Text -> ids, cropped by the model's rule (options override: {max: null} reads it all).
   encode(text, options = {}) {
-    return encodeText(text, this.stoi, { what: this.what, max: this.context, keep: "end", ...options });
+    return encodeText(text, this.stoi, { what: this.what, ...this.crop, ...options });
   }
 
   text(ids) { return ids.map((i) => this.itos[i]).join(""); }
 
-  // seqviz.decode.generate through the model's stepper: the new ids only.
-  generate(ids, maxNew, options = {}) {
+  // seqviz.decode.generate through the model's stepper: the new ids only (a request past the limits is refused).
+  async generate(ids, maxNew, options = {}) {
     checkIds(ids, this.V, null, this.what);
+    if (this.limits) {
+      checkLimit(maxNew, "n", this.limits.n);
+      if (!options.greedy && options.seed !== undefined && options.seed !== null) {
+        checkLimit(options.seed, "seed", this.limits.seed);
+      }
+    }
     return generate(this.stepper(), ids, maxNew, options);
   }
 
@@ -265,8 +317,8 @@ class CharModel {
 
 // ---- the character transformer LM ------------------------------------------------------------------------------
 class CharLM extends CharModel {
-  constructor(entry, graphs) {
-    super(entry, "the prompt", entry.context);
+  constructor(entry, graphs, limits = null) {
+    super(entry, "the prompt", entry.context, limits);
     this.graph = graphs.lm;
     this.L = entry.layers;
     this.H = entry.heads;
@@ -325,8 +377,8 @@ class CharLM extends CharModel {
 
 // ---- the character LSTM ----------------------------------------------------------------------------------------
 class CharLSTM extends CharModel {
-  constructor(entry, graphs) {
-    super(entry, "the text");
+  constructor(entry, graphs, limits = null) {
+    super(entry, "the text", null, limits);
     this.graph = graphs.step;
     this.L = entry.layers;
     this.dh = entry.d_h;
@@ -409,10 +461,12 @@ class EncoderDecoder {
     this.bos = entry.bos_id;
     this.eos = entry.eos_id;
     this.formats = Object.entries(entry.formats || {}).map(([name, re]) => [name, new RegExp(re)]);
+    this.crop = cropOf(entry);
   }
 
+  // A typed date -> source ids, cropped by the model's rule.
   encode(text, options = {}) {
-    return encodeText(text, this.srcStoi, { what: "the date", max: this.maxLen, keep: "start", ...options });
+    return encodeText(text, this.srcStoi, { what: "the date", ...this.crop, ...options });
   }
 
   // The name of the training format `text` has (seqviz.data.tasks.DATE_FORMATS), or null: a date written another
@@ -487,5 +541,5 @@ class EncoderDecoder {
   }
 }
 
-export { LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, CharModel, CharLM, CharLSTM,
-  EncoderDecoder };
+export { LiveInputError, configureLive, loadRuntime, loadManifest, loadModel, encodeText, checkLimit, checkFile,
+  CharModel, CharLM, CharLSTM, EncoderDecoder, LIVE_FORMAT };

@@ -1,6 +1,7 @@
 // seqviz live decoding: greedy, sampling and beam search in the page, the same loop as seqviz.decode (decode.py),
-// so the page chooses the tokens the package chooses on the same model. No imports: live.js is put after this file
-// to make the live runtime's one ES module (scripts/vendor_js.py), and this file also loads alone (node tests).
+// so the page chooses the tokens the package chooses on the same model. No imports: the live runtime's one ES module
+// is _random.js (seededRandom), this file, then live.js (scripts/vendor_js.py); _random.js and this file also load
+// alone, together (node tests).
 //
 // A stepper is what decode.py's is: `async step(rows, state) -> {logits, state}`, where rows is an array of B arrays
 // of token ids to read after `state` (null: nothing read yet) and logits an array of B next-token score vectors
@@ -10,9 +11,9 @@
 // Ties: greedy takes the first maximal token (torch.argmax does). A beam step proposes each row's 2k best tokens,
 // best first and, between exactly equal log-probabilities, the lower id first (torch.topk leaves that order
 // unspecified), then ranks all proposals with a stable sort (Python's sorted is stable). Sampling draws from the
-// same distribution as decode.py's sample_next (softmax(top_k(z) / T)) with a seeded PRNG (mulberry32, as the
-// NextTokenDistribution widget uses): the same seed repeats the same draws, but they are not torch's draws.
-// Top-level names: softmaxWithTemperature, topKFilter, logSoftmax, argmaxFirst, seededRandom, sampleNext,
+// same distribution as decode.py's sample_next (softmax(top_k(z) / T)) with _random.js's seeded PRNG (mulberry32, the
+// one the NextTokenDistribution widget uses): the same seed repeats the same draws, but they are not torch's draws.
+// Top-level names: softmaxWithTemperature, topKFilter, logSoftmax, argmaxFirst, sampleNext,
 // decodeSteps, generate, beamSearch (and the helpers scoreRows, checkCount, topPairs).
 
 // softmax(z / T) as float64: T < 1 sharpens, T > 1 flattens (decode.softmax_with_temperature). -inf scores get 0.
@@ -52,18 +53,6 @@ function argmaxFirst(z) {
   let best = 0;
   for (let i = 1; i < z.length; i++) if (z[i] > z[best]) best = i;
   return best;
-}
-
-// mulberry32: a small seeded PRNG, uniform in [0, 1); the same seed gives the same sequence on every page load.
-function seededRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // One draw from softmax(top_k(z) / T) by the inverse of its cumulative distribution (decode.sample_next).

@@ -80,8 +80,7 @@ function stepStats(s, g, t) {
 // the recorded example shows, of one layer, quantised over its range (a sigmoid 0..1, tanh -1..1, the cell state
 // symmetric around 0, at least -1..1).
 async function liveGates(model, m, text, layer) {
-  const spec = model.get("live_spec");
-  const e = m.encode(text, { max: spec.max_chars, keep: "start", why: `the widget draws at most ${spec.max_chars}` });
+  const e = m.encode(text); // cropped by the model's rule (the manifest's crop: the first characters the widget draws)
   const t = await m.trace(e.ids); // each (L, T, d_h)
   const T = t.T, U = t.dh, gates = model.get("gates"), kinds = model.get("kinds");
   const traces = new Uint8Array(gates.length * T * U), ranges = [];

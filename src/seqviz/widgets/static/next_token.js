@@ -8,8 +8,6 @@
 // "sample" buttons append n generated characters (sampled at the widget's temperature, from its top k when "only
 // from the top k" is ticked, with its seed: the same prompt and seed give the same text).
 
-const N_MAX = 200; // the most characters one press generates
-
 function floats32(v) {
   const b = bytesOf(v);
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -25,18 +23,6 @@ export function softmaxT(z, T) {
   for (let i = 0; i < z.length; i++) { p[i] = Math.exp((z[i] - z[0]) / T); total += p[i]; }
   for (let i = 0; i < z.length; i++) p[i] /= total;
   return p;
-}
-
-// Small seeded PRNG (mulberry32) so the sample button gives the same draws on every page load.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function render({ model, el }) {
@@ -76,18 +62,21 @@ function render({ model, el }) {
       return e.chars.join("") + m.text(ids);
     },
     controls: (bar, row) => {
+      // the characters one press generates and the seed, within the limits the kernel and the runtime accept
+      const limits = model.get("live_spec").limits;
       const n = h("input", "sv-live-n");
-      n.type = "number"; n.min = "1"; n.max = String(N_MAX); n.value = String(model.get("live_spec").n || 40);
+      n.type = "number"; n.min = String(limits.n[0]); n.max = String(limits.n[1]);
+      n.value = String(withinLimit(model.get("live_spec").n || 40, limits.n));
       const seed = h("input", "sv-live-seed");
-      seed.type = "number"; seed.min = "0"; seed.step = "1";
+      seed.type = "number"; seed.min = String(limits.seed[0]); seed.max = String(limits.seed[1]); seed.step = "1";
       seed.value = String(model.get("seed"));
       seed.addEventListener("change", () => {
-        const v = Math.max(0, Math.floor(Number(seed.value) || 0));
+        const v = withinLimit(seed.value, limits.seed);
         seed.value = String(v);
         save(model, "seed", v);
       });
       const go = (greedy) => {
-        const count = Math.max(1, Math.min(N_MAX, Math.floor(Number(n.value) || 1)));
+        const count = withinLimit(n.value, limits.n);
         n.value = String(count);
         bar.generate({ n: count, greedy, temperature: model.get("temperature"), seed: model.get("seed"),
           top_k: model.get("sample_top_k") ? model.get("top_k") : null });
@@ -126,7 +115,7 @@ function render({ model, el }) {
     const n = model.get("sample_top_k") ? k : p.length;
     let mass = 0;
     for (let i = 0; i < n; i++) mass += p[i];
-    const next = rng(model.get("seed") * 1000003 + clicks);
+    const next = seededRandom(model.get("seed") * 1000003 + clicks); // _random.js
     const chips = [];
     for (let s = 0; s < 20; s++) {
       let u = next() * mass, i = 0;
