@@ -174,10 +174,11 @@ def kept_blocks(name: str, produced: dict) -> dict:
 
 def faithfulness_figures() -> dict:
     """``--faithfulness``: chapter 8's hand labels (``seqviz.summarize.faithfulness``, the first 60 test articles,
-    four systems, one annotator) as the share of each label per system with Wilson 95 % intervals, the guided copy
-    model against lead-5 and the reference (paired bootstrap over the articles, 10,000 resamples, seed 0), and the
-    automatic proxy ``unsupported()`` against the labels (precision and recall for "unfaithful", the headlines it
-    catches, misses and flags wrongly). Refuses labels of headlines the package no longer decodes (relabel first)."""
+    every system of its SYSTEMS, one annotator per headline) as the share of each label per system with Wilson 95 %
+    intervals, the guided copy model against lead-5 and the reference (paired bootstrap over the articles, 10,000
+    resamples, seed 0), and the automatic proxy ``unsupported()`` against the labels (precision and recall for
+    "unfaithful", the headlines it catches, misses and flags wrongly). Refuses labels of headlines the package no
+    longer decodes (relabel first)."""
     from seqviz.summarize import faithfulness as fa
 
     stale = fa.stale_headlines()
@@ -189,7 +190,7 @@ def faithfulness_figures() -> dict:
     rows = fa.rates_rows(fa.faithfulness_rates(labels))
     p = fa.proxy_agreement(labels)
     pct = lambda x: None if x is None else round(100 * x, 1)  # noqa: E731
-    proxy = [{"system": "all four", **p["counts"], "precision_pct": pct(p["precision"]),
+    proxy = [{"system": "all systems", **p["counts"], "precision_pct": pct(p["precision"]),
               "precision_ci95": [pct(x) for x in p["precision_ci95"]], "recall_pct": pct(p["recall"]),
               "recall_ci95": [pct(x) for x in p["recall_ci95"]]}]
     proxy += [{"system": s, **c} for s, c in p["by_system"].items()]

@@ -40,11 +40,13 @@ def test_the_rule_defines_each_label_and_the_hard_cases():
     assert "One annotator" in doc and "no agreement figure" in doc
 
 
-def test_every_article_has_all_four_systems_labelled_by_the_rule(raw):
+def test_every_article_has_every_system_labelled_by_the_rule(raw):
     arts = raw["articles"]
     assert len(arts) == fa.N_ARTICLES >= 60
     assert [a["index"] for a in arts] == list(range(fa.N_ARTICLES))
     assert "no second annotator" in raw["annotator"] and "agreement" in raw["annotator"]
+    assert fa.SYSTEMS == tuple(fa.HEADLINE_MAKERS) == ("reference", "lead-5", "selector", fa.GUIDED, fa.COPY)
+    assert set(raw["systems"]) == set(fa.SYSTEMS)                   # each system's making is described in the file
     for a in arts:
         assert set(a["headlines"]) == set(fa.SYSTEMS)
         for system, h in a["headlines"].items():
@@ -66,6 +68,8 @@ def test_a_labels_file_that_is_a_list_is_refused_with_a_clear_error(raw, tmp_pat
     (lambda d: d["articles"][3]["headlines"]["lead-5"].update(label="wrong"), "is not one of"),
     (lambda d: d["articles"][1]["headlines"]["guided copy"].update(label="unfaithful", reason=""), "needs a one-line"),
     (lambda d: d["articles"][0]["headlines"].pop("selector"), "needs exactly the systems"),
+    (lambda d: d["articles"][59]["headlines"].pop("copy"), "needs exactly the systems"),
+    (lambda d: d["articles"][8]["headlines"]["copy"].update(label="ungrammatical", reason=" "), "needs a one-line"),
     (lambda d: d["articles"][5]["headlines"]["reference"].update(headline="  "), "headline text is missing"),
     (lambda d: d["articles"].pop(2), "indexed 0.. in order"),
     # the docstring's promise, ValueError, for the wrong shapes too (these raised AttributeError)
@@ -126,9 +130,62 @@ def test_labelled_headlines_are_what_the_package_decodes_now(labels, current):
 def test_a_changed_headline_is_reported_as_stale(labels, current):
     changed = copy.deepcopy(current)
     changed[fa.GUIDED][7] = "Something else entirely"
+    changed[fa.COPY][41] = "Inbev buys Sun Interbrew stake"
     assert fa.stale_headlines(labels, changed) == [
         f"article 7, {fa.GUIDED}: labelled {labels['articles'][7]['headlines'][fa.GUIDED]['headline']!r}, the "
-        f"package now makes 'Something else entirely'"]
+        f"package now makes 'Something else entirely'",
+        f"article 41, {fa.COPY}: labelled {labels['articles'][41]['headlines'][fa.COPY]['headline']!r}, the "
+        f"package now makes 'Inbev buys Sun Interbrew stake'"]
+    del changed[fa.COPY]
+    with pytest.raises(ValueError, match=r"no current headlines .* for \['copy'\]"):
+        fa.stale_headlines(labels, changed)
+
+
+def test_the_copy_system_is_the_benchmarks_unguided_greedy_row(labels, current):
+    """'copy' is what bench_summarize.py's row "shipped: ..., greedy" decodes: write_headlines on the shipped
+    checkpoint with no selector prior (its own call here, not system_headlines'), and it is not the guided system."""
+    import torch
+
+    from seqviz.summarize.copy_checkpoint import load_copy_summarizer
+    from seqviz.summarize.headlines import write_headlines
+
+    model, tok, _ = load_copy_summarizer()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        bench = write_headlines(model, tok, [a.body for a in fa.labelled_articles()])
+    finally:
+        torch.set_num_threads(threads)
+    assert [a["headlines"][fa.COPY]["headline"] for a in labels["articles"]] == bench == current[fa.COPY]
+    assert sum(c != g for c, g in zip(current[fa.COPY], current[fa.GUIDED])) > fa.N_ARTICLES / 2
+
+
+def test_a_new_system_is_one_headline_maker_and_its_labels(raw, tmp_path, monkeypatch):
+    """A sixth system (e.g. the fine-tuned SmolLM2) is one entry in HEADLINE_MAKERS: system_headlines makes it,
+    load_labels then requires its labels in every article, stale_headlines and the rates cover it."""
+    monkeypatch.setitem(fa.HEADLINE_MAKERS, "first word", lambda x: [b.split()[0] for b in x.bodies])
+    monkeypatch.setattr(fa, "SYSTEMS", tuple(fa.HEADLINE_MAKERS))
+    made = fa.system_headlines(systems=["first word", "lead-5"])
+    assert list(made) == ["first word", "lead-5"] and made["first word"][0] == "British"
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="needs exactly the systems"):            # no labels for it yet
+        fa.load_labels(path)
+    grown = copy.deepcopy(raw)
+    for a, h in zip(grown["articles"], made["first word"]):
+        a["headlines"]["first word"] = {"headline": h, "label": "ungrammatical", "reason": "one word"}
+    path.write_text(json.dumps(grown))
+    labels = fa.load_labels(path)
+    now = {s: [a["headlines"][s]["headline"] for a in raw["articles"]] for s in raw["systems"]}
+    assert fa.stale_headlines(labels, {**now, "first word": made["first word"]}) == []
+    assert fa.stale_headlines(labels, {**now, "first word": ["Bad"] + made["first word"][1:]})[0].startswith(
+        "article 0, first word: labelled 'British'")
+    assert fa.label_counts(labels)["first word"]["ungrammatical"] == fa.N_ARTICLES
+    with pytest.raises(ValueError, match=r"no headline maker for \['smollm'\]"):
+        fa.system_headlines(systems=["smollm"])
+    monkeypatch.setitem(fa.HEADLINE_MAKERS, "first word", lambda x: ["one headline"])
+    with pytest.raises(ValueError, match="one str per article"):
+        fa.system_headlines(systems=["first word"])
 
 
 # ---- rates -----------------------------------------------------------------------------------------------------------
@@ -186,7 +243,7 @@ def test_recorded_figures_are_the_labels_now(labels):
     assert rec["rates"] == fa.rates_rows(fa.faithfulness_rates(labels))["rates"]
     p = fa.proxy_agreement(labels)
     assert rec["paired"] == fa.rates_rows(fa.faithfulness_rates(labels))["paired"]
-    assert {k: rec["proxy"][0][k] for k in p["counts"]} == p["counts"] and rec["proxy"][0]["system"] == "all four"
+    assert {k: rec["proxy"][0][k] for k in p["counts"]} == p["counts"] and rec["proxy"][0]["system"] == "all systems"
     assert rec["setup"][0]["guided_checkpoint_sha256"] == labels["guided_checkpoint_sha256"]
 
 

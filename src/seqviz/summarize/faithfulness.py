@@ -2,7 +2,7 @@
 
 A headline system is judged on this before ROUGE: a headline that reverses its article ("Japan narrowly escapes
 recession" -> "Japan's economy hit by recession") is worse than none, however many words it shares with the
-reference. Chapter 8 labels four systems' headlines for the same test articles by the rule below, reports the share
+reference. Chapter 8 labels several systems' headlines for the same test articles by the rule below, reports the share
 of each label with a 95 % interval, and checks an automatic proxy a student can run against those labels.
 
 The rule (:data:`RULE`, printable; the hard cases in :data:`DECISIONS`)
@@ -57,14 +57,19 @@ Who labelled, and how
 ---------------------
 :data:`LABELS_PATH` (``faithfulness_labels.json``, package data) holds the labels of the first :data:`N_ARTICLES`
 articles of ``load_corpus("bbc").test`` in the corpus's order (a fixed rule, not a choice; the split is ordered by
-topic, so all of them are business news and the rates speak for business headlines only), for four systems
-(:data:`SYSTEMS`): the reference headline, lead-5 (the first five words), the selector (the keep/drop regression's top
-:data:`SELECTOR_K` words, the k chapter 8 chooses on validation and prints beside the other systems) and the guided
-copy model (the shipped copy checkpoint, chapter 8's δ LM with the copy head, with the selector's p(keep) as its copy
-prior, greedy: ``write_headlines(..., selector=...)``).
-**One annotator labelled every headline once, by reading each whole article; there is no second annotator, so there
-is no agreement figure**, and the rates carry that annotator's judgement in the hard cases (each non-faithful label
-has a one-line reason in the file, and faithful labels in hard cases a note, so a reader can audit them).
+topic, so all of them are business news and the rates speak for business headlines only), for the systems of
+:data:`SYSTEMS`, each made by its entry in :data:`HEADLINE_MAKERS`: the reference headline, lead-5 (the first five
+words), the selector (the keep/drop regression's top :data:`SELECTOR_K` words, the k chapter 8 chooses on validation
+and prints beside the other systems), the guided copy model (the shipped copy checkpoint, chapter 8's δ LM with the
+copy head, with the selector's p(keep) as its copy prior, greedy: ``write_headlines(..., selector=...)``) and the copy
+model alone (:data:`COPY`: the same checkpoint unguided, greedy, ``write_headlines(model, tok, bodies)``: what §8.4
+calls the fix and the benchmark's row "shipped: ..., greedy"). A new system is one entry in :data:`HEADLINE_MAKERS`
+and its labels in the file, which :func:`load_labels` then requires for every article.
+**One annotator labelled each headline once, by reading each whole article; there is no second annotator of any
+headline, so there is no agreement figure**, and the rates carry that annotator's judgement in the hard cases (each
+non-faithful label has a one-line reason in the file, and faithful labels in hard cases a note, so a reader can audit
+them). The file's ``annotator`` says who labelled which systems: the copy model's headlines were labelled by a
+different annotator from the first four systems', by the same written rule, after reading those labels.
 :func:`system_headlines` regenerates the headlines and :func:`stale_headlines` says which stored ones no longer match
 what the package decodes: a new checkpoint means relabelling.
 
@@ -88,17 +93,17 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["LABELS", "SYSTEMS", "GUIDED", "N_ARTICLES", "SELECTOR_K", "RULE", "DECISIONS", "LABELS_PATH",
-           "load_labels", "labelled_articles", "system_headlines", "stale_headlines", "label_counts", "wilson",
-           "faithfulness_rates", "rates_rows", "Claim", "unsupported", "proxy_agreement", "UP_WORDS", "DOWN_WORDS",
-           "NEGATORS"]
+__all__ = ["LABELS", "SYSTEMS", "GUIDED", "COPY", "HEADLINE_MAKERS", "HeadlineInputs", "N_ARTICLES", "SELECTOR_K",
+           "RULE", "DECISIONS", "LABELS_PATH", "load_labels", "labelled_articles", "system_headlines",
+           "stale_headlines", "label_counts", "wilson", "faithfulness_rates", "rates_rows", "Claim", "unsupported",
+           "proxy_agreement", "UP_WORDS", "DOWN_WORDS", "NEGATORS"]
 
 #: the three labels, in the order the rule decides them (ungrammatical first: then faithfulness cannot be judged)
 LABELS = ("faithful", "unfaithful", "ungrammatical")
 #: the guided copy model's name in the labels and the rates
 GUIDED = "guided copy"
-#: the systems labelled, for every article
-SYSTEMS = ("reference", "lead-5", "selector", GUIDED)
+#: the copy model alone (no selector prior), greedy: §8.4's fix, the benchmark's row "shipped: ..., greedy"
+COPY = "copy"
 #: the first N_ARTICLES articles of the test split, in the corpus's order (all business news: sorted by topic)
 N_ARTICLES = 60
 #: the selector's headline: its top-k words in article order, k = 3 as chapter 8 chooses it on validation (§8.3) and
@@ -134,6 +139,71 @@ DECISIONS = {
                    "judged on that event; a topic (ungrammatical) when it only names things ('Bush budget "
                    "deficit') or its nouns' relation must be guessed.",
 }
+
+
+# ---- the systems and how each one's headlines are made ---------------------------------------------------------------
+class HeadlineInputs:
+    """What the headline makers of :data:`HEADLINE_MAKERS` read: the ``corpus``, the ``articles`` and their ``bodies``,
+    and what more than one system needs, built once on first use: the ``selector`` (the keep/drop regression fitted
+    on the training split) and ``copy_model`` (``(model, tokenizer, info)`` of the shipped copy checkpoint)."""
+
+    def __init__(self, corpus, articles):
+        self.corpus, self.articles = corpus, list(articles)
+        self.bodies = [a.body for a in self.articles]
+        self._selector = self._copy_model = None
+
+    @property
+    def selector(self):
+        if self._selector is None:
+            from seqviz.summarize.compress import KeepDropRegression, WordFeatures
+
+            self._selector = KeepDropRegression(WordFeatures(self.corpus.train)).fit(self.corpus.train)
+        return self._selector
+
+    @property
+    def copy_model(self):
+        if self._copy_model is None:
+            from seqviz.summarize.copy_checkpoint import load_copy_summarizer
+
+            self._copy_model = load_copy_summarizer()
+        return self._copy_model
+
+
+def _reference(x: HeadlineInputs) -> list[str]:
+    return [a.headline for a in x.articles]
+
+
+def _lead(x: HeadlineInputs) -> list[str]:
+    from seqviz.summarize.baselines import lead_baseline
+
+    return [lead_baseline(b, 5) for b in x.bodies]
+
+
+def _selector(x: HeadlineInputs) -> list[str]:
+    return [x.selector.headline(b, SELECTOR_K) for b in x.bodies]
+
+
+def _guided_copy(x: HeadlineInputs) -> list[str]:
+    from seqviz.summarize.headlines import write_headlines
+
+    model, tok, _ = x.copy_model
+    return write_headlines(model, tok, x.bodies, selector=x.selector)
+
+
+def _copy(x: HeadlineInputs) -> list[str]:
+    from seqviz.summarize.headlines import write_headlines
+
+    model, tok, _ = x.copy_model
+    return write_headlines(model, tok, x.bodies)
+
+
+#: each labelled system -> the function that makes its headlines, one per article, from :class:`HeadlineInputs`, as
+#: chapter 8 and the benchmark make them (decoded on one thread, greedy). The order is the tables' order. Adding a
+#: system is one entry here, and its labels for every article in the labels file (:func:`load_labels` requires them)
+HEADLINE_MAKERS = {"reference": _reference, "lead-5": _lead, "selector": _selector, GUIDED: _guided_copy,
+                   COPY: _copy}
+#: the systems labelled, for every article
+SYSTEMS = tuple(HEADLINE_MAKERS)
 
 
 # ---- the labels ------------------------------------------------------------------------------------------------------
@@ -184,38 +254,45 @@ def labelled_articles(corpus=None) -> list:
     return list(corpus.test[:N_ARTICLES])
 
 
-def system_headlines(corpus=None, articles=None) -> dict[str, list[str]]:
-    """Each system's headlines for ``articles`` (default :func:`labelled_articles`), made as chapter 8 makes them:
-    the references, ``lead_baseline(body, 5)``, the keep/drop regression fitted on the training split (top
-    :data:`SELECTOR_K`) and the shipped copy checkpoint guided by that selector's prior, greedy."""
+def system_headlines(corpus=None, articles=None, systems: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """Each system's headlines for ``articles`` (default :func:`labelled_articles`), made by its entry in
+    :data:`HEADLINE_MAKERS` as chapter 8 makes them: the references, ``lead_baseline(body, 5)``, the keep/drop
+    regression fitted on the training split (top :data:`SELECTOR_K`), the shipped copy checkpoint guided by that
+    selector's prior and the same checkpoint alone, both greedy. ``systems``: only these (default :data:`SYSTEMS`)."""
     import torch
 
     from seqviz.data import load_corpus
-    from seqviz.summarize.baselines import lead_baseline
-    from seqviz.summarize.compress import KeepDropRegression, WordFeatures
-    from seqviz.summarize.copy_checkpoint import load_copy_summarizer
-    from seqviz.summarize.headlines import write_headlines
 
+    systems = SYSTEMS if systems is None else tuple(systems)
+    unknown = [s for s in systems if s not in HEADLINE_MAKERS]
+    if unknown:
+        raise ValueError(f"no headline maker for {unknown}: the systems are {tuple(HEADLINE_MAKERS)} (add one to "
+                         f"faithfulness.HEADLINE_MAKERS)")
     corpus = load_corpus("bbc") if corpus is None else corpus
-    articles = labelled_articles(corpus) if articles is None else list(articles)
-    bodies = [a.body for a in articles]
+    inputs = HeadlineInputs(corpus, labelled_articles(corpus) if articles is None else articles)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)                                   # as the chapter decodes: one thread, same numbers
     try:
-        selector = KeepDropRegression(WordFeatures(corpus.train)).fit(corpus.train)
-        model, tok, _ = load_copy_summarizer()
-        guided = write_headlines(model, tok, bodies, selector=selector)
+        out = {s: list(HEADLINE_MAKERS[s](inputs)) for s in systems}
     finally:
         torch.set_num_threads(threads)
-    return {"reference": [a.headline for a in articles], "lead-5": [lead_baseline(b, 5) for b in bodies],
-            "selector": [selector.headline(b, SELECTOR_K) for b in bodies], GUIDED: guided}
+    for s, heads in out.items():
+        if len(heads) != len(inputs.articles) or not all(isinstance(h, str) for h in heads):
+            raise ValueError(f"the headline maker of {s!r} gave {len(heads)} headlines for {len(inputs.articles)} "
+                             f"articles: it must return one str per article, in order")
+    return out
 
 
 def stale_headlines(labels: dict | None = None, current: dict[str, list[str]] | None = None) -> list[str]:
     """Where the labelled headlines differ from what the package makes now (:func:`system_headlines`): one line per
-    difference, empty when the labels are current. A new copy checkpoint changes the guided headlines: relabel."""
+    difference, for every system of :data:`SYSTEMS`, empty when the labels are current. A new copy checkpoint changes
+    the guided and the copy model's headlines: relabel. A system missing from ``current`` is an error."""
     labels = load_labels() if labels is None else labels
     current = system_headlines() if current is None else current
+    missing = [s for s in SYSTEMS if len(current.get(s, ())) < len(labels["articles"])]
+    if missing:
+        raise ValueError(f"no current headlines (one per labelled article) for {missing}: pass what "
+                         f"system_headlines() returns, which makes every system of SYSTEMS")
     out = []
     for a in labels["articles"]:
         for system in SYSTEMS:
