@@ -40,7 +40,7 @@ def _root(root) -> Path:
 
 # ---- reading them ---------------------------------------------------------------------------------------------------
 #: every bench of the repository (``bench/bench_NAME.py`` writes ``NAME.json``), in lecture order
-BENCHES = ("ngram", "window", "rnn", "lstm", "attention", "transformer", "translator", "summarize", "decode",
+BENCHES = ("ngram", "window", "rnn", "lstm", "attention", "transformer", "translator", "summarize", "smollm", "decode",
            "widgets", "live", "book")
 #: the order the Measured appendix lists results files in; a file not listed comes after them, by name
 ORDER = BENCHES

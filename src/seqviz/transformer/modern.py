@@ -143,17 +143,18 @@ class GroupedQueryAttention(nn.Module):
         Q, K = self.rope(Q, offset), self.rope(K, offset)                         # positions enter here
         kv = KVCache(K, V) if cache is None else cache.append(K, V)               # (B, H_kv, T_k, d_k)
         group = self.H // self.H_kv
-        # each key/value head serves `group` query heads: repeat it for them
-        K_all = kv.K.repeat_interleave(group, dim=1)                              # (B, H, T_k, d_k)
-        V_all = kv.V.repeat_interleave(group, dim=1)                              # (B, H, T_k, d_k)
-        T_k = K_all.shape[2]
+        T_k = kv.K.shape[2]
         weights = None
         if self.impl == "scratch" or need_weights:
+            # each key/value head serves `group` query heads: repeat it for them
+            K_all = kv.K.repeat_interleave(group, dim=1)                          # (B, H, T_k, d_k)
+            V_all = kv.V.repeat_interleave(group, dim=1)                          # (B, H, T_k, d_k)
             allowed = torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)   # (T, T_k) causal
             heads, weights = attention(Q, K_all, V_all, allowed)                  # (B, H, T, d_k), (B, H, T, T_k)
         else:
+            # the fused kernel shares each key/value head among its query heads itself (enable_gqa), no copies
             mask = None if T == 1 else torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)
-            heads = F.scaled_dot_product_attention(Q, K_all, V_all, attn_mask=mask)  # (B, H, T, d_k)
+            heads = F.scaled_dot_product_attention(Q, kv.K, kv.V, attn_mask=mask, enable_gqa=True)  # (B, H, T, d_k)
         y = self.W_O(heads.transpose(1, 2).reshape(B, T, self.H * self.d_k))      # (B, H, T, d_k) -> (B, T, d)
         return y, weights, kv if use_cache else None
 
