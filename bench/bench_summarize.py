@@ -250,9 +250,10 @@ def kept_blocks(name: str, produced: dict) -> dict:
 def faithfulness_figures() -> dict:
     """``--faithfulness``: chapter 8's hand labels (``seqviz.summarize.faithfulness``, the first 60 test articles,
     every system of its SYSTEMS, one annotator per headline) as the share of each label per system with Wilson 95 %
-    intervals, the guided copy model against lead-5 and the reference (paired bootstrap over the articles, 10,000
-    resamples, seed 0), and the automatic proxy ``unsupported()`` against the labels (precision and recall for
-    "unfaithful", the headlines it catches, misses and flags wrongly). Refuses labels of headlines the package no
+    intervals, the paired differences of its PAIRS (the guided copy model against lead-5 and the reference, the
+    fine-tuned SmolLM2 against both copy models; paired bootstrap over the articles, 10,000 resamples, seed 0), and
+    the automatic proxy ``unsupported()`` against the labels (precision and recall for "unfaithful", the headlines
+    it catches, misses and flags wrongly). Refuses labels of headlines the package no
     longer decodes (relabel first)."""
     from seqviz.summarize import faithfulness as fa
 
@@ -276,6 +277,7 @@ def faithfulness_figures() -> dict:
     print(f"proxy: {p['counts']}, precision {pct(p['precision'])}%, recall {pct(p['recall'])}%")
     setup = [{"articles": len(labels["articles"]), "selection": labels["selection"],
               "annotator": labels["annotator"], "guided_checkpoint_sha256": labels["guided_checkpoint_sha256"],
+              "tuned_adapter_sha256": labels.get("tuned_adapter_sha256"),
               "rule": "seqviz.summarize.faithfulness.RULE and DECISIONS",
               "bootstrap": "10,000 paired resamples, seed 0"}]
     return {"rates": rows["rates"], "paired": rows["paired"], "proxy": proxy, "proxy_cases": p["cases"],

@@ -10,6 +10,10 @@ import pytest
 from seqviz import results
 from seqviz.summarize import COPY_SHA256
 from seqviz.summarize import faithfulness as fa
+from seqviz.summarize.smollm_headlines import ADAPTER_SHA256
+
+#: the benchmark's row that the fine-tuned SmolLM2 system is (bench_summarize.py --smollm tuned)
+TUNED_ROW = "SmolLM2-135M fine-tuned with the δ recipe (LoRA), greedy"
 
 WPP = ("UK advertising giant WPP has posted larger-than-expected annual profits and predicted that it will outperform "
        "the market in 2005. Pre-tax profits rose 15% from a year ago to reach £546m ($1.04bn), ahead of average "
@@ -45,7 +49,8 @@ def test_every_article_has_every_system_labelled_by_the_rule(raw):
     assert len(arts) == fa.N_ARTICLES >= 60
     assert [a["index"] for a in arts] == list(range(fa.N_ARTICLES))
     assert "no second annotator" in raw["annotator"] and "agreement" in raw["annotator"]
-    assert fa.SYSTEMS == tuple(fa.HEADLINE_MAKERS) == ("reference", "lead-5", "selector", fa.GUIDED, fa.COPY)
+    assert fa.SYSTEMS == tuple(fa.HEADLINE_MAKERS) == ("reference", "lead-5", "selector", fa.GUIDED, fa.COPY,
+                                                       fa.TUNED)
     assert set(raw["systems"]) == set(fa.SYSTEMS)                   # each system's making is described in the file
     for a in arts:
         assert set(a["headlines"]) == set(fa.SYSTEMS)
@@ -70,6 +75,8 @@ def test_a_labels_file_that_is_a_list_is_refused_with_a_clear_error(raw, tmp_pat
     (lambda d: d["articles"][0]["headlines"].pop("selector"), "needs exactly the systems"),
     (lambda d: d["articles"][59]["headlines"].pop("copy"), "needs exactly the systems"),
     (lambda d: d["articles"][8]["headlines"]["copy"].update(label="ungrammatical", reason=" "), "needs a one-line"),
+    (lambda d: d["articles"][30]["headlines"].pop("fine-tuned SmolLM2"), "needs exactly the systems"),
+    (lambda d: d["articles"][3]["headlines"]["fine-tuned SmolLM2"].pop("reason"), "needs a one-line"),
     (lambda d: d["articles"][5]["headlines"]["reference"].update(headline="  "), "headline text is missing"),
     (lambda d: d["articles"].pop(2), "indexed 0.. in order"),
     # the docstring's promise, ValueError, for the wrong shapes too (these raised AttributeError)
@@ -122,6 +129,10 @@ def test_labelled_headlines_are_what_the_package_decodes_now(labels, current):
         "the copy checkpoint changed since the headlines were labelled: relabel faithfulness_labels.json (decode "
         "with faithfulness.system_headlines(), label the new guided headlines by the rule, rerun "
         "bench/bench_summarize.py --faithfulness)")
+    assert labels["tuned_adapter_sha256"] == ADAPTER_SHA256, (
+        "the SmolLM2 headline adapter changed since its headlines were labelled: relabel the fine-tuned SmolLM2's "
+        "headlines in faithfulness_labels.json (faithfulness.system_headlines(systems=[faithfulness.TUNED])), then "
+        "rerun bench/bench_summarize.py --faithfulness")
     assert not stale, ("the labelled headlines are not what the package makes now: relabel them "
                        "(faithfulness.system_headlines(), then bench/bench_summarize.py --faithfulness):\n"
                        + "\n".join(stale[:10]))
@@ -131,13 +142,20 @@ def test_a_changed_headline_is_reported_as_stale(labels, current):
     changed = copy.deepcopy(current)
     changed[fa.GUIDED][7] = "Something else entirely"
     changed[fa.COPY][41] = "Inbev buys Sun Interbrew stake"
+    changed[fa.TUNED][59] = "World leaders gather in Davos"
     assert fa.stale_headlines(labels, changed) == [
         f"article 7, {fa.GUIDED}: labelled {labels['articles'][7]['headlines'][fa.GUIDED]['headline']!r}, the "
         f"package now makes 'Something else entirely'",
         f"article 41, {fa.COPY}: labelled {labels['articles'][41]['headlines'][fa.COPY]['headline']!r}, the "
-        f"package now makes 'Inbev buys Sun Interbrew stake'"]
+        f"package now makes 'Inbev buys Sun Interbrew stake'",
+        f"article 59, {fa.TUNED}: labelled {labels['articles'][59]['headlines'][fa.TUNED]['headline']!r}, the "
+        f"package now makes 'World leaders gather in Davos'"]
     del changed[fa.COPY]
     with pytest.raises(ValueError, match=r"no current headlines .* for \['copy'\]"):
+        fa.stale_headlines(labels, changed)
+    changed[fa.COPY] = current[fa.COPY]
+    changed[fa.TUNED] = current[fa.TUNED][:30]                          # half of them: as bad as none
+    with pytest.raises(ValueError, match=r"no current headlines .* for \['fine-tuned SmolLM2'\]"):
         fa.stale_headlines(labels, changed)
 
 
@@ -160,9 +178,33 @@ def test_the_copy_system_is_the_benchmarks_unguided_greedy_row(labels, current):
     assert sum(c != g for c, g in zip(current[fa.COPY], current[fa.GUIDED])) > fa.N_ARTICLES / 2
 
 
+def test_the_fine_tuned_smollm_system_is_the_benchmarks_greedy_row(labels, current):
+    """'fine-tuned SmolLM2' is write_headline (greedy) on load_headline_model(), one thread (its own call here on the
+    first articles, not system_headlines'), and what bench_summarize.py --smollm tuned records as its greedy row."""
+    import torch
+
+    from seqviz.summarize.smollm_headlines import load_headline_model, write_headline
+
+    stored = [a["headlines"][fa.TUNED]["headline"] for a in labels["articles"]]
+    assert stored == current[fa.TUNED]
+    model, tok, _ = load_headline_model()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        own = [write_headline(model, tok, a.body) for a in fa.labelled_articles()[:3]]
+    finally:
+        torch.set_num_threads(threads)
+    assert own == stored[:3]
+    rows = {r["name"]: r for r in (results.read_results("summarize") or {}).get("rows", [])}
+    assert TUNED_ROW in rows, f"no row {TUNED_ROW!r} in summarize.json: run bench/bench_summarize.py --smollm tuned"
+    assert rows[TUNED_ROW]["headlines"][:fa.N_ARTICLES] == stored
+    assert sum(t != g for t, g in zip(current[fa.TUNED], current[fa.GUIDED])) > fa.N_ARTICLES * 0.9
+
+
 def test_a_new_system_is_one_headline_maker_and_its_labels(raw, tmp_path, monkeypatch):
-    """A sixth system (e.g. the fine-tuned SmolLM2) is one entry in HEADLINE_MAKERS: system_headlines makes it,
-    load_labels then requires its labels in every article, stale_headlines and the rates cover it."""
+    """A seventh system (e.g. the fine-tuned SmolLM2 with beam search) is one entry in HEADLINE_MAKERS:
+    system_headlines makes it, load_labels then requires its labels in every article, stale_headlines and the rates
+    cover it."""
     monkeypatch.setitem(fa.HEADLINE_MAKERS, "first word", lambda x: [b.split()[0] for b in x.bodies])
     monkeypatch.setattr(fa, "SYSTEMS", tuple(fa.HEADLINE_MAKERS))
     made = fa.system_headlines(systems=["first word", "lead-5"])
@@ -201,10 +243,14 @@ def test_rates_are_the_counts_in_the_file(raw, labels):
             assert r["count"] == counted[lab] and r["share"] == pytest.approx(counted[lab] / N)
             assert r["ci95"] == pytest.approx(fa.wilson(counted[lab], N))
             assert r["ci95"][0] <= r["share"] <= r["ci95"][1]
-    for other in ("lead-5", "reference"):
+    # the issue's comparisons: the guided copy model against the baselines, the fine-tuned SmolLM2 against both copy
+    # models
+    assert list(rates["paired"]) == ["guided copy - lead-5", "guided copy - reference",
+                                     "fine-tuned SmolLM2 - guided copy", "fine-tuned SmolLM2 - copy"]
+    for system, other in fa.PAIRS:
         for lab in fa.LABELS:
-            d = rates["paired"][f"{fa.GUIDED} - {other}"][lab]
-            assert d["delta"] == pytest.approx(rates["systems"][fa.GUIDED][lab]["share"]
+            d = rates["paired"][f"{system} - {other}"][lab]
+            assert d["delta"] == pytest.approx(rates["systems"][system][lab]["share"]
                                                - rates["systems"][other][lab]["share"])
             assert d["ci95"][0] <= d["delta"] <= d["ci95"][1]
     assert fa.faithfulness_rates(labels, n_boot=2000)["paired"] == rates["paired"]     # seeded
@@ -228,7 +274,7 @@ def test_wilson_interval_known_values():
 def test_rates_rows_are_flat_and_in_percent(labels):
     rates = fa.faithfulness_rates(labels, n_boot=500)
     rows = fa.rates_rows(rates)
-    assert len(rows["rates"]) == len(fa.SYSTEMS) * len(fa.LABELS) and len(rows["paired"]) == 2 * len(fa.LABELS)
+    assert len(rows["rates"]) == len(fa.SYSTEMS) * len(fa.LABELS) and len(rows["paired"]) == 4 * len(fa.LABELS)
     r = next(r for r in rows["rates"] if r["system"] == fa.GUIDED and r["label"] == "unfaithful")
     assert r["count"] == rates["systems"][fa.GUIDED]["unfaithful"]["count"] and r["of"] == fa.N_ARTICLES
     assert r["share_pct"] == round(100 * rates["systems"][fa.GUIDED]["unfaithful"]["share"], 1)
@@ -245,6 +291,7 @@ def test_recorded_figures_are_the_labels_now(labels):
     assert rec["paired"] == fa.rates_rows(fa.faithfulness_rates(labels))["paired"]
     assert {k: rec["proxy"][0][k] for k in p["counts"]} == p["counts"] and rec["proxy"][0]["system"] == "all systems"
     assert rec["setup"][0]["guided_checkpoint_sha256"] == labels["guided_checkpoint_sha256"]
+    assert rec["setup"][0]["tuned_adapter_sha256"] == labels["tuned_adapter_sha256"]
 
 
 # ---- the proxy -------------------------------------------------------------------------------------------------------

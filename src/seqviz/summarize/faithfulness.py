@@ -63,21 +63,27 @@ words), the selector (the keep/drop regression's top :data:`SELECTOR_K` words, t
 and prints beside the other systems), the guided copy model (the shipped copy checkpoint, chapter 8's δ LM with the
 copy head, with the selector's p(keep) as its copy prior, greedy: ``write_headlines(..., selector=...)``) and the copy
 model alone (:data:`COPY`: the same checkpoint unguided, greedy, ``write_headlines(model, tok, bodies)``: what §8.4
-calls the fix and the benchmark's row "shipped: ..., greedy"). A new system is one entry in :data:`HEADLINE_MAKERS`
-and its labels in the file, which :func:`load_labels` then requires for every article.
+calls the fix and the benchmark's row "shipped: ..., greedy") and the fine-tuned SmolLM2 (:data:`TUNED`:
+SmolLM2-135M with the shipped LoRA adapter trained by chapter 8's δ recipe, greedy,
+``write_headline(model, tok, body)`` with ``load_headline_model()`` of ``seqviz.summarize.smollm_headlines``: the
+benchmark's row "SmolLM2-135M fine-tuned with the δ recipe (LoRA), greedy"). A new system is one entry in
+:data:`HEADLINE_MAKERS` and its labels in the file, which :func:`load_labels` then requires for every article.
 **One annotator labelled each headline once, by reading each whole article; there is no second annotator of any
 headline, so there is no agreement figure**, and the rates carry that annotator's judgement in the hard cases (each
 non-faithful label has a one-line reason in the file, and faithful labels in hard cases a note, so a reader can audit
 them). The file's ``annotator`` says who labelled which systems: the copy model's headlines were labelled by a
-different annotator from the first four systems', by the same written rule, after reading those labels.
+different annotator from the first four systems', and the fine-tuned SmolLM2's by a third, each by the same written
+rule, after reading the earlier labels.
 :func:`system_headlines` regenerates the headlines and :func:`stale_headlines` says which stored ones no longer match
-what the package decodes: a new checkpoint means relabelling.
+what the package decodes: a new checkpoint or adapter means relabelling (the file records the copy checkpoint's
+and the adapter's SHA-256).
 
 The API
 -------
 - :func:`load_labels` -> the validated file; :func:`label_counts` -> ``{system: {label: count}}``;
 - :func:`faithfulness_rates` -> per system the count, share and Wilson 95 % interval of each label, and the paired
-  bootstrap difference (over articles) of the guided copy model's shares against lead-5's and the reference's;
+  bootstrap difference (over articles) of the shares for each pair of :data:`PAIRS` (the guided copy model against
+  lead-5 and the reference, the fine-tuned SmolLM2 against the guided copy model and the copy model alone);
   :func:`rates_rows` flattens it to table rows;
 - :func:`unsupported` (headline, article) -> the claims the article does not support (:class:`Claim`): numbers, names
   and polarity words, by the word lists below; :func:`proxy_agreement` -> its precision and recall for "unfaithful"
@@ -93,10 +99,10 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["LABELS", "SYSTEMS", "GUIDED", "COPY", "HEADLINE_MAKERS", "HeadlineInputs", "N_ARTICLES", "SELECTOR_K",
-           "RULE", "DECISIONS", "LABELS_PATH", "load_labels", "labelled_articles", "system_headlines",
-           "stale_headlines", "label_counts", "wilson", "faithfulness_rates", "rates_rows", "Claim", "unsupported",
-           "proxy_agreement", "UP_WORDS", "DOWN_WORDS", "NEGATORS"]
+__all__ = ["LABELS", "SYSTEMS", "GUIDED", "COPY", "TUNED", "PAIRS", "HEADLINE_MAKERS", "HeadlineInputs",
+           "N_ARTICLES", "SELECTOR_K", "RULE", "DECISIONS", "LABELS_PATH", "load_labels", "labelled_articles",
+           "system_headlines", "stale_headlines", "label_counts", "wilson", "faithfulness_rates", "rates_rows",
+           "Claim", "unsupported", "proxy_agreement", "UP_WORDS", "DOWN_WORDS", "NEGATORS"]
 
 #: the three labels, in the order the rule decides them (ungrammatical first: then faithfulness cannot be judged)
 LABELS = ("faithful", "unfaithful", "ungrammatical")
@@ -104,6 +110,9 @@ LABELS = ("faithful", "unfaithful", "ungrammatical")
 GUIDED = "guided copy"
 #: the copy model alone (no selector prior), greedy: §8.4's fix, the benchmark's row "shipped: ..., greedy"
 COPY = "copy"
+#: SmolLM2-135M fine-tuned with the δ recipe (the shipped LoRA adapter, seqviz.summarize.smollm_headlines), greedy:
+#: the benchmark's row "SmolLM2-135M fine-tuned with the δ recipe (LoRA), greedy"
+TUNED = "fine-tuned SmolLM2"
 #: the first N_ARTICLES articles of the test split, in the corpus's order (all business news: sorted by topic)
 N_ARTICLES = 60
 #: the selector's headline: its top-k words in article order, k = 3 as chapter 8 chooses it on validation (§8.3) and
@@ -145,12 +154,13 @@ DECISIONS = {
 class HeadlineInputs:
     """What the headline makers of :data:`HEADLINE_MAKERS` read: the ``corpus``, the ``articles`` and their ``bodies``,
     and what more than one system needs, built once on first use: the ``selector`` (the keep/drop regression fitted
-    on the training split) and ``copy_model`` (``(model, tokenizer, info)`` of the shipped copy checkpoint)."""
+    on the training split), ``copy_model`` (``(model, tokenizer, info)`` of the shipped copy checkpoint) and
+    ``tuned_model`` (``(model, tokenizer, info)`` of SmolLM2 with the shipped headline adapter)."""
 
     def __init__(self, corpus, articles):
         self.corpus, self.articles = corpus, list(articles)
         self.bodies = [a.body for a in self.articles]
-        self._selector = self._copy_model = None
+        self._selector = self._copy_model = self._tuned_model = None
 
     @property
     def selector(self):
@@ -167,6 +177,14 @@ class HeadlineInputs:
 
             self._copy_model = load_copy_summarizer()
         return self._copy_model
+
+    @property
+    def tuned_model(self):
+        if self._tuned_model is None:
+            from seqviz.summarize.smollm_headlines import load_headline_model
+
+            self._tuned_model = load_headline_model()
+        return self._tuned_model
 
 
 def _reference(x: HeadlineInputs) -> list[str]:
@@ -197,13 +215,23 @@ def _copy(x: HeadlineInputs) -> list[str]:
     return write_headlines(model, tok, x.bodies)
 
 
+def _tuned(x: HeadlineInputs) -> list[str]:
+    from seqviz.summarize.smollm_headlines import write_headline
+
+    model, tok, _ = x.tuned_model
+    return [write_headline(model, tok, b) for b in x.bodies]
+
+
 #: each labelled system -> the function that makes its headlines, one per article, from :class:`HeadlineInputs`, as
 #: chapter 8 and the benchmark make them (decoded on one thread, greedy). The order is the tables' order. Adding a
 #: system is one entry here, and its labels for every article in the labels file (:func:`load_labels` requires them)
 HEADLINE_MAKERS = {"reference": _reference, "lead-5": _lead, "selector": _selector, GUIDED: _guided_copy,
-                   COPY: _copy}
+                   COPY: _copy, TUNED: _tuned}
 #: the systems labelled, for every article
 SYSTEMS = tuple(HEADLINE_MAKERS)
+#: the paired comparisons (system, other) that :func:`faithfulness_rates` bootstraps, each "system - other": the guided
+#: copy model against the baselines, and the fine-tuned SmolLM2 against the two copy models (issue 38 §5)
+PAIRS = ((GUIDED, "lead-5"), (GUIDED, "reference"), (TUNED, GUIDED), (TUNED, COPY))
 
 
 # ---- the labels ------------------------------------------------------------------------------------------------------
@@ -258,7 +286,8 @@ def system_headlines(corpus=None, articles=None, systems: Sequence[str] | None =
     """Each system's headlines for ``articles`` (default :func:`labelled_articles`), made by its entry in
     :data:`HEADLINE_MAKERS` as chapter 8 makes them: the references, ``lead_baseline(body, 5)``, the keep/drop
     regression fitted on the training split (top :data:`SELECTOR_K`), the shipped copy checkpoint guided by that
-    selector's prior and the same checkpoint alone, both greedy. ``systems``: only these (default :data:`SYSTEMS`)."""
+    selector's prior and the same checkpoint alone, and SmolLM2 with the shipped headline adapter, all greedy, on one
+    thread. ``systems``: only these (default :data:`SYSTEMS`)."""
     import torch
 
     from seqviz.data import load_corpus
@@ -286,7 +315,8 @@ def system_headlines(corpus=None, articles=None, systems: Sequence[str] | None =
 def stale_headlines(labels: dict | None = None, current: dict[str, list[str]] | None = None) -> list[str]:
     """Where the labelled headlines differ from what the package makes now (:func:`system_headlines`): one line per
     difference, for every system of :data:`SYSTEMS`, empty when the labels are current. A new copy checkpoint changes
-    the guided and the copy model's headlines: relabel. A system missing from ``current`` is an error."""
+    the guided and the copy model's headlines, a new adapter the fine-tuned SmolLM2's: relabel. A system missing
+    from ``current`` is an error."""
     labels = load_labels() if labels is None else labels
     current = system_headlines() if current is None else current
     missing = [s for s in SYSTEMS if len(current.get(s, ())) < len(labels["articles"])]
@@ -329,13 +359,15 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def faithfulness_rates(labels: dict | None = None, n_boot: int = 10_000, seed: int = 0) -> dict:
-    """The shares of each label per system, with intervals, and the guided copy model against lead-5 and the
-    reference.
+    """The shares of each label per system, with intervals, and the paired differences of :data:`PAIRS`: the guided
+    copy model against lead-5 and the reference, the fine-tuned SmolLM2 against the guided copy model and the copy
+    model alone. A "faithful" label is also a grammatical one (the rule decides "ungrammatical" first), so the
+    "faithful" difference is the difference in headlines both grammatical and faithful.
 
     Returns ``{"n_articles": N, "systems": {system: {label: {"count", "share", "ci95"}}}, "paired": {"guided copy -
-    lead-5" | "guided copy - reference": {label: {"delta", "ci95"}}}}``: ``ci95`` of a share is Wilson's; of a
-    difference of shares, the 2.5th and 97.5th percentiles of ``n_boot`` paired bootstrap resamples of the articles
-    (the same articles for both systems, ``seed``)."""
+    lead-5" | ... | "fine-tuned SmolLM2 - copy": {label: {"delta", "ci95"}}}}``: ``ci95`` of a share is Wilson's;
+    of a difference of shares, the 2.5th and 97.5th percentiles of ``n_boot`` paired bootstrap resamples of the
+    articles (the same articles for both systems, the same resamples for every pair, ``seed``)."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise ValueError(f"n_boot must be a positive int (bootstrap resamples), got {n_boot!r}")
     labels = load_labels() if labels is None else labels
@@ -346,12 +378,12 @@ def faithfulness_rates(labels: dict | None = None, n_boot: int = 10_000, seed: i
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, N, size=(n_boot, N))                                   # (n_boot, N) resampled articles
     paired = {}
-    for other in ("lead-5", "reference"):
-        paired[f"{GUIDED} - {other}"] = {}
+    for system, other in PAIRS:
+        paired[f"{system} - {other}"] = {}
         for lab in LABELS:
-            d = ind[GUIDED][lab] - ind[other][lab]                                 # (N,) per-article difference
+            d = ind[system][lab] - ind[other][lab]                                 # (N,) per-article difference
             lo, hi = np.percentile(d[draws].mean(1), [2.5, 97.5])
-            paired[f"{GUIDED} - {other}"][lab] = {"delta": float(d.mean()), "ci95": (float(lo), float(hi))}
+            paired[f"{system} - {other}"][lab] = {"delta": float(d.mean()), "ci95": (float(lo), float(hi))}
     return {"n_articles": N, "systems": systems, "paired": paired}
 
 
