@@ -14,11 +14,13 @@
    goes to the notes). An author can override a cell with a tag ``slideshow-slide``, ``slideshow--`` (join the
    slide before), ``slideshow-notes`` or ``slideshow-skip``.
 2. *Headings make slides.* Each ``#``, ``##`` and ``###`` heading starts a slide titled with it (a cell holding
-   several headings gives several slides). The slide shows the heading, the *lead* of its first paragraph (a bold
-   lead such as ``**Teacher forcing.**`` if the paragraph opens with one, else its first sentence), and the cell's
-   *display blocks*: equations (``$$``, ``\\begin{align}``, ``{math}``), figures and images, tables, lists (a long
-   item shows its first sentence), code blocks of at most CODE_LINES lines. Every paragraph goes to the speaker
-   notes in full, with admonitions, dropdowns and long code blocks.
+   several headings gives several slides). The slide shows the heading, the *lead* of its first paragraph (its
+   first sentence; a bold lead such as ``**Teacher forcing.**`` with the sentence after it: a bold lead-in never
+   stands alone), and the cell's *display blocks*: equations (``$$``, ``\\begin{align}``, ``{math}``), figures and images, tables, lists (a long
+   item shows its first sentence), code blocks of at most CODE_LINES lines. A lead that does not end its sentence
+   (it ends in ":" or "is" or runs into an equation) keeps what it introduces: a quoted example after it is shown,
+   and after an equation the paragraph that ends the sentence ("where ...") shows that sentence. Every paragraph
+   goes to the speaker notes in full, with admonitions, dropdowns and long code blocks.
 3. *Prose between code.* A markdown cell without a heading starts a slide (titled with the section's heading) when it
    has display blocks, shown as in 2; a cell of prose only, and a cell tagged ``html-only`` (interaction instructions,
    see scripts/pdf.py), goes to the speaker notes of the slide before it.
@@ -241,11 +243,13 @@ ABBREVIATIONS = re.compile(r"(?:\b(?:e\.g|i\.e|cf|vs|al|etc|Fig|Eq|Sec|ch|approx
 
 def first_sentence(text: str) -> str:
     """The first sentence of a Markdown paragraph (math and code spans kept whole; "e.g." and initials do not end
-    it); a paragraph that opens with a bold phrase ending in ".", ":" or "?" gives that phrase."""
+    it); a paragraph that opens with a bold phrase ending in ".", ":" or "?" gives that phrase and the sentence after
+    it (a bold lead-in never stands alone)."""
     text = " ".join(text.split())
     bold = re.match(r"\*\*([^*]+?[.:?])\*\*", text)
     if bold:
-        return bold.group(0)
+        rest = text[bold.end():].strip()
+        return f"{bold.group(0)} {first_sentence(rest)}" if rest else bold.group(0)
     masked = re.sub(r"\$[^$]*\$|`[^`]*`|\([^()]*\)", lambda m: "x" * len(m.group(0)), text)
     for m in re.finditer(r"[.!?](?=[*_)\]\"'”’]*\s+[A-Z$*`(\[“\"]|[*_)\]\"'”’]*$)", masked):
         if not ABBREVIATIONS.search(masked[:m.end()]):
@@ -254,6 +258,11 @@ def first_sentence(text: str) -> str:
                 end += 1
             return text[:end]
     return text
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether a Markdown sentence is whole: it ends in ".", "!" or "?" (before closing marks and emphasis)."""
+    return bool(re.search(r"[.!?][*_)\]\"'”’]*$", text.strip()))
 
 
 def _lines_of(text: str, chars: int) -> int:
@@ -273,6 +282,8 @@ def markdown_blocks(text: str) -> tuple[tuple[int, str] | None, Block | None, li
     shown: list[Block] = []
     notes: list[str] = []
     seen_text = False
+    open_sentence = False  # the lead stops mid-sentence or at a colon: what it introduces follows
+    after_math = False  # the block just before is a displayed equation
     for n, tok in enumerate(tokens):
         if tok.level != 0 or tok.map is None or tok.nesting == -1 or tok.type == "heading_open":
             continue
@@ -287,10 +298,22 @@ def markdown_blocks(text: str) -> tuple[tuple[int, str] | None, Block | None, li
             if not seen_text:
                 first = first_sentence(src)
                 lead = Block("md", first, TEXT_LINE * _lines_of(_plain_len(first), TEXT_CHARS) + 8)
+                # a lead that is the whole paragraph and does not end its sentence ("SLP's example sentence is",
+                # "The gate:", "... build one sequence") introduces what follows: that is shown too
+                open_sentence = first == " ".join(src.split()) and not ends_sentence(first)
+            elif open_sentence and after_math and re.match(r"[a-z]", src.lstrip()):
+                # the sentence ran through a displayed equation and ends here ("where ...", "so ...")
+                rest = first_sentence(src)
+                shown.append(Block("md", rest, TEXT_LINE * _lines_of(_plain_len(rest), TEXT_CHARS) + 8))
+                open_sentence = False
+            else:
+                open_sentence = False
             seen_text = True
+            after_math = False
             notes.append(src)
         elif t in ("math_block", "math_block_label", "amsmath"):
             shown.append(Block("md", src, MATH_LINE * (tok.content.count("\\\\") + 1) + 10))
+            after_math = True
         elif t in ("bullet_list_open", "ordered_list_open"):
             items, shortened = _list_items(tokens, n, lines)
             shown.append(Block("md", "\n".join(items),
@@ -311,6 +334,12 @@ def markdown_blocks(text: str) -> tuple[tuple[int, str] | None, Block | None, li
             shown.append(Block("md", src, 0, flexible=True))
         elif t == "hr":
             continue
+        elif t == "blockquote_open" and open_sentence and not re.match(r">\s*\*\*", src):
+            # the example an open lead introduces ("SLP's example sentence is" > the sentence): on the slide
+            quoted = re.sub(r"^>\s?", "", src, flags=re.M)
+            shown.append(Block("md", src, TEXT_LINE * _lines_of(_plain_len(quoted), TEXT_CHARS - 6) + 24))
+            notes.append(src)
+            open_sentence = after_math = False
         else:  # blockquotes (admonitions), <details> (dropdowns), other directives, raw HTML: the notes
             notes.append(src)
     return _opening_heading(text), lead, shown, notes

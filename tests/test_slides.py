@@ -106,6 +106,7 @@ def test_the_plan_puts_prose_in_the_notes_and_keeps_leads_equations_code_and_wid
     gate = next(s for s in deck if s.cell == 19)
     assert gate.title == "9.2 The second section" and gate.blocks[0].body == "The gate:"
     assert "\\tag{9.22}" in gate.blocks[1].body and any("where $\\sigma$ squashes." in n for n in gate.notes)
+    assert gate.blocks[2].body == "where $\\sigma$ squashes."  # the sentence the lead opened ends on the slide
     widget = next(s for s in deck if s.cell == 20)
     assert widget.blocks[-1].alone and "The view shows the gates at step 3." in widget.notes
     assert "Hover over a cell to read its value." in widget.notes  # the html-only instruction: for the lecturer
@@ -143,7 +144,9 @@ def test_parts_keep_a_myst_label_with_its_heading_and_every_line_once():
 
 @pytest.mark.parametrize("text, lead", [
     ("Teacher forcing feeds the gold token. The model then learns.", "Teacher forcing feeds the gold token."),
-    ("**Teacher forcing.** The decoder reads the gold token.", "**Teacher forcing.**"),
+    ("**Teacher forcing.** The decoder reads the gold token. Then more.",
+     "**Teacher forcing.** The decoder reads the gold token."),  # a bold lead-in keeps its sentence
+    ("**Teacher forcing.**", "**Teacher forcing.**"),
     ("We use e.g. a GRU (as in Fig. 9.4). Then more.", "We use e.g. a GRU (as in Fig. 9.4)."),
     ("The loss $L = -\\log p. q$ falls to 1.5 by step 3. Next.", "The loss $L = -\\log p. q$ falls to 1.5 by step 3."),
     ("A result (9.22). Another.", "A result (9.22)."),
@@ -287,6 +290,59 @@ def test_the_deck_is_flat_offline_with_notes_and_starts_slides_where_the_metadat
         assert (page.parent / ref.split("?")[0]).resolve().exists(), ref
     assert (out / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
     assert (out / "index.html").read_text().count("09_made_up.slides.html") == 1
+
+
+def test_a_lead_that_opens_a_sentence_keeps_what_it_introduces():
+    # chapter 4: "SLP's example sentence is" and the sentence, a quote, on the slide (not only in the notes)
+    _, lead, shown, notes = slides.markdown_blocks(
+        "## 4.1 Why\n\nSLP's example sentence is\n\n> The flights were full. (9.21)\n\nTo choose *were*, ...\n\n"
+        "> **Note.** An aside.")
+    assert lead.body == "SLP's example sentence is"
+    assert [b.body for b in shown] == ["> The flights were full. (9.21)"]  # the admonition stays in the notes
+    # chapter 8: a sentence that runs through an equation ends on the slide; a closed lead shows no more
+    _, lead, shown, _ = slides.markdown_blocks("For $x$ and $y$, build one sequence\n\n$$x, y$$\n\nwhere $x$ is "
+                                               "the article. Then prose.\n\n> A quote.")
+    assert [b.body for b in shown] == ["$$x, y$$", "where $x$ is the article."]
+    _, _, shown, _ = slides.markdown_blocks("A whole sentence.\n\n> A quote.\n\n$$x$$\n\nwhere more.")
+    assert [b.body for b in shown] == ["$$x$$"]
+    items, shortened = slides._list_items(slides._md().parse(
+        "- **Targets first.** " + "On BBC headlines the lead is strong. " * 4), 0,
+        ["- **Targets first.** " + "On BBC headlines the lead is strong. " * 4])
+    assert items == ["- **Targets first.** On BBC headlines the lead is strong."] and shortened
+
+
+def _prose(block) -> list[str]:
+    """The sentences a slide's Markdown block shows as prose (a paragraph, or each item of a list), or []."""
+    body = block.body if block.kind == "md" else ""
+    if not body or body.startswith(("$$", "\\begin", "<", "!", "|", "```", ">")):
+        return []
+    if re.match(r"(?:[-*+]|\d+[.)])\s", body):
+        return [re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", line) for line in body.split("\n")]
+    return [body]
+
+
+@pytest.mark.parametrize("path", slides.chapter_notebooks(), ids=lambda p: p.name)
+def test_every_slide_keeps_its_sentences(path):
+    """Issue 39, item 2, over every deck: no slide ends mid-sentence or shows a bold lead-in without its sentence,
+    and a sentence that introduces an example (ending in ':' or 'is') is followed by it: on the same slide, or, for
+    a code cell the slide could not hold, as the next slide of the same section."""
+    deck = slides.paginate(slides.plan(json.loads(path.read_text(encoding="utf-8")))[0])
+    faults = []
+    for n, s in enumerate(deck):
+        for k, block in enumerate(s.blocks):
+            for text in _prose(block):
+                where = f"slide {n + 1} ({s.title}): {text[-70:]!r}"
+                if re.fullmatch(r"\*\*[^*]+\*\*", text.strip()):
+                    faults.append(f"{where}: a bold lead-in without its sentence")
+                elif slides.ends_sentence(text) or len(_prose(block)) > 1 and (
+                        len(text) <= slides.ITEM_MAX or re.search(r"[;,][*_)]*$", text)):
+                    continue  # a whole sentence, or a list item shown whole (a phrase, a clause ending in ';')
+                elif k + 1 < len(s.blocks):
+                    continue  # what it introduces follows on the slide
+                elif not (text.rstrip().endswith(":") and n + 1 < len(deck) and deck[n + 1].title == s.title
+                          and deck[n + 1].cell == s.cell + 1 and deck[n + 1].blocks[0].kind == "code"):
+                    faults.append(f"{where}: the slide ends mid-sentence (what it introduces is not shown)")
+    assert not faults, "\n".join(faults)
 
 
 @pytest.mark.parametrize("path", slides.chapter_notebooks(), ids=lambda p: p.name)
