@@ -188,7 +188,8 @@ LAYOUT = """() => {
     p.style.whiteSpace = "pre";
     const natural = Math.round(r.left + p.scrollWidth - colLeft);
     p.style.whiteSpace = ws;
-    add(p, "text", Math.max(r.right, r.left + p.scrollWidth), { natural, wraps: natural > colWidth + 1 });
+    if (deliberate(p)) add(p, "text", r.right, { natural, scrolls: natural > colWidth + 1 }); // scrolls as a block
+    else add(p, "text", Math.max(r.right, r.left + p.scrollWidth), { natural, wraps: natural > colWidth + 1 });
   }
   for (const o of document.querySelectorAll(".cell_output .output.text_html, .cell_output img")) {
     if (!shown(o) || o.closest(".widget-subarea")) continue;
