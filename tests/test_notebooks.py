@@ -31,7 +31,7 @@ NOTEBOOKS = _toc_notebooks()
 
 
 def test_the_toc_has_the_chapters():
-    assert "modern_block.ipynb" in [p.name for p in NOTEBOOKS]  # a page nested under a chapter is checked too
+    assert "modern_block.ipynb" in [p.name for p in NOTEBOOKS]  # sections nested under a chapter would be checked too
     names = [p.name for p in _toc_notebooks(sections=False)]
     chapters = [n for n in names if n[:2].isdigit()]
     assert chapters[:3] == ["01_ngrams.ipynb", "02_fixed_window.ipynb", "03_rnn.ipynb"]
