@@ -32,6 +32,24 @@ def model_of(models, kind, **match):
     raise AssertionError(f"no embedded {kind} widget matching {match}")
 
 
+def model_drawn(models, kind, shown, tokens_of):
+    """The embedded model of ``kind`` whose tokens the view draws (``shown``, read from the page): the page's widget
+    state is keyed by random model ids, so "the first LSTMGates" in the state need not be the first on the page."""
+    hits = [(mid, m) for mid, m in models.items() if m["kind"] == kind and tokens_of(m["state"]) == shown]
+    assert len(hits) == 1, f"{len(hits)} embedded {kind} widgets draw {shown[:5]}..."
+    return hits[0]
+
+
+def lstm_drawn(models, root):
+    strip = root.locator(".sv-strip .sv-tok").all_text_contents()
+    return model_drawn(models, "LSTMGates", strip, lambda st: [t.replace(" ", "\u2423") for t in st["tokens"]])
+
+
+def next_token_drawn(models, root):
+    labels = root.locator(".sv-bar-label").all_text_contents()
+    return model_drawn(models, "NextTokenDistribution", labels, lambda st: st["tokens"][:len(labels)])
+
+
 @pytest.fixture
 def tools(open_page):
     page, log = open_page(PAGE)
@@ -102,7 +120,7 @@ def test_cross_attention_and_the_xss_token_shows_as_text(tools):
 def test_lstm_gate_selector_slider_and_token_strip(tools):
     page = tools
     root = page.locator(".sv-lstm").first  # the section on the LSTM; "Try the models" has a live one too
-    mid, m = model_of(embedded_models(page), "LSTMGates")
+    mid, m = lstm_drawn(embedded_models(page), root)
     tokens = m["state"]["tokens"]
     assert root.get_attribute("data-gate") == "f" and root.get_attribute("data-step") == "7"
     heat = root.locator("canvas.sv-heat")
@@ -183,7 +201,7 @@ def test_positional_numbers_in_the_browser_equal_python(tools):
 def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
     page = tools
     root = page.locator(".sv-next").first
-    mid, m = model_of(embedded_models(page), "NextTokenDistribution")
+    mid, m = next_token_drawn(embedded_models(page), root)
     z = np.frombuffer(m["buffers"]["logits"], "<f4").astype(np.float64)
     assert root.locator(".sv-bar-label").count() == 15
     values0 = root.locator(".sv-bar-value").all_text_contents()
@@ -202,7 +220,7 @@ def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
 def test_next_token_sampling_button_and_top_k_box(tools):
     page = tools
     root = page.locator(".sv-next").first
-    tokens = set(model_of(embedded_models(page), "NextTokenDistribution")[1]["state"]["tokens"])
+    tokens = set(next_token_drawn(embedded_models(page), root)[1]["state"]["tokens"])
     root.locator("button.sv-sample").click()
     first = root.locator(".sv-samples .sv-sample").all_text_contents()
     assert len(first) == 20 and set(first) <= tokens
@@ -250,7 +268,7 @@ def test_views_follow_traits_set_from_python(tools):
     page.wait_for_timeout(30)
     assert data(page, h, "shape") == "1x1x2x2"
 
-    lstm, _ = model_of(models, "LSTMGates")
+    lstm, _ = lstm_drawn(models, page.locator(".sv-lstm").first)   # the section's, of 40 steps (the live one: 28)
     h = mock(page, lstm)
     kernel_sets(page, h, "gate", "o")
     kernel_sets(page, h, "step", 30)
