@@ -273,6 +273,20 @@ def test_a_gguf_of_another_architecture_is_refused_naming_the_field(tmp_path):
 
 
 @needs_weights
+def test_one_open_file_serves_the_weights_and_the_tokenizer(model):
+    from seqviz.data.gguf_file import open_gguf
+    from seqviz.transformer.smollm import load_smollm2
+    reader = open_gguf(smollm2_path())
+    assert open_gguf(reader) is reader
+    config, weights, _ = read_gguf(reader)
+    assert config == read_gguf(smollm2_path())[0]
+    torch.testing.assert_close(weights["blocks.3.attn.W_Q.weight"], model.blocks[3].attn.W_Q.weight.detach())
+    m, tok = load_smollm2()
+    assert tok.encode("The capital of France is") == [504, 3575, 282, 4649, 314]
+    assert torch.equal(m.E.weight, model.E.weight)
+
+
+@needs_weights
 def test_a_truncated_weights_file_is_refused(tmp_path):
     src = smollm2_path()
     bad = tmp_path / "cut.gguf"

