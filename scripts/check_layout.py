@@ -228,7 +228,8 @@ LAYOUT = """() => {
 # the built page's saved widget state, and the widget module file of each seqviz widget class
 _STATE = re.compile(r'(<script type="application/vnd\.jupyter\.widget-state\+json">)(.*?)(</script>)', re.S)
 _MODULES = {"attention": "attention.js", "attention_steps": "attention_steps.js", "beam_tree": "beam_tree.js",
-            "lstm_gates": "lstm_gates.js", "next_token": "next_token.js", "positional": "positional.js"}
+            "lstm_gates": "lstm_gates.js", "next_token": "next_token.js", "positional": "positional.js",
+            "quiz": "quiz.js"}
 
 
 def with_current_js(html: str) -> str:

@@ -85,6 +85,7 @@ NOT_PRINTED = {"remove-cell", "remove-output", "hide-cell", "hide-output"}  # ta
 STY = ROOT / "book" / "latex" / "seqviz-print.sty"
 
 # ---- the print convention ---------------------------------------------------------------------------------------
+QUIZ_ID = "seqviz.widgets.quiz.Quiz"  # a check-your-understanding question prints as its text and answer
 HTML_ONLY = "html-only"  # tag of a markdown cell that print leaves out (interaction instructions)
 PRINT_KEY = "print"  # metadata.seqviz.print of a code cell: what its figure shows, printed under it
 INSTRUCTION = re.compile(r"\b(hover\w*|drag\w*|click\w*|mouse\w*|move the [^.;:]{0,40}?sliders?)\b", re.I)
@@ -510,6 +511,13 @@ class WidgetPrinter:
             raise SystemExit(f"{self.where}: widget {model_id} has no saved state; save the notebook with its "
                              f"widget state (JupyterLab: Settings > Save Widget State Automatically)")
         s, name = m.get("state", {}), m.get("model_name")
+        if name == "AnyModel" and s.get("_anywidget_id") == QUIZ_ID:                  # a question: its text
+            from seqviz.widgets import Quiz
+
+            quiz = Quiz(s["question"], [(c["text"], c["correct"], c["why"]) for c in s["choices"]], title=s["title"])
+            self.counts["Quiz"] = self.counts.get("Quiz", 0) + 1
+            question, answer = quiz.to_markdown()
+            return [_markdown_output(f"{question}\n\n*Answer* {answer}")]
         if name == "AnyModel" and s.get("_anywidget_id") in WIDGET_CLASSES:
             kind = WIDGET_CLASSES[s["_anywidget_id"]]
             self.counts[kind] = self.counts.get(kind, 0) + 1

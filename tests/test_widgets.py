@@ -25,7 +25,7 @@ import seqviz
 from seqviz.data import Vocab
 from seqviz.decode import softmax_with_temperature
 from seqviz.widgets import (GATES, AttentionHeatmap, AttentionSteps, BeamTree, LSTMGates, NextTokenDistribution,
-                            PositionalMatrix, causal_mask, prepare_attention, prepare_gates, prepare_logits,
+                            PositionalMatrix, Quiz, causal_mask, prepare_attention, prepare_gates, prepare_logits,
                             sinusoidal_encoding)
 from seqviz.widgets._common import STATIC, dequantize_uint8, quantize_uint8
 from seqviz.widgets.positional import MAX_D_MODEL, MAX_LEN
@@ -494,6 +494,7 @@ WIDGETS = {
                                                  [0], 2, 3, stop_id=5, tokens=toks(6)),
     "attention_steps.js": lambda: AttentionSteps(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(2, 3, 5),
                                                  toks(3)),
+    "quiz.js": lambda: Quiz("Which?", [("a", True, "because"), ("b", False, "because not")]),
 }
 
 
@@ -555,7 +556,7 @@ def test_es_module_reads_and_follows_every_synced_trait(name):
     assert listened((STATIC / name).read_text()) == traits
 
 
-def test_no_other_widget_modules_than_the_six_the_prelude_and_the_live_view():
+def test_no_other_widget_modules_than_these_the_prelude_and_the_live_view():
     # live*.js: the live runtime (vendor/live/live.js in the built book), tested with the live models
     assert sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("live")) == sorted(
         [*WIDGETS, "_prelude.js", "_random.js", "_live.js"])

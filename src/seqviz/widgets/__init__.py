@@ -8,6 +8,8 @@ in JupyterLab/Notebook and in the static HTML book with no kernel. Python checks
 - :class:`NextTokenDistribution`: top-k next-token probabilities with a temperature slider and sampling.
 - :class:`BeamTree`: a recorded beam search (``seqviz.decode.beam_search(..., trace=True)``) as a tree with a step
   slider: kept, pruned and finished hypotheses, both scores, greedy's path overlaid.
+- :class:`Quiz`: a check-your-understanding question, each choice with why it is right or wrong, answered in the
+  browser.
 - :class:`AttentionSteps`: one query's attention computed in front of the reader, SLP (9.30)-(9.39): q_i, every
   k_j, the dot products, the scaling by sqrt(d_k), the softmax, the weighted values and their sum.
 
@@ -19,7 +21,8 @@ from .beam_tree import BeamTree, prepare_beam
 from .lstm_gates import GATES, LSTMGates, prepare_gates
 from .next_token import NextTokenDistribution, prepare_logits
 from .positional import PositionalMatrix, sinusoidal_encoding
+from .quiz import Choice, Quiz
 
 __all__ = ["AttentionHeatmap", "LSTMGates", "PositionalMatrix", "NextTokenDistribution", "sinusoidal_encoding",
            "causal_mask", "prepare_attention", "prepare_gates", "prepare_logits", "GATES", "BeamTree", "prepare_beam",
-           "AttentionSteps", "prepare_steps"]
+           "AttentionSteps", "prepare_steps", "Quiz", "Choice"]
