@@ -21,6 +21,7 @@ def add_slides_button(app, pagename, templatename, context, doctree):
         "type": "link",
         "url": context["pathto"](f"slides/{m.group(1)}.slides.html", 1),
         "icon": "fas fa-person-chalkboard",
+        "text": "Slides",  # a visible label beside the icon (issue 39, item 9): an icon alone said nothing
         "tooltip": "This chapter as slides (reveal.js; arrow keys to step, Esc for an overview)",
         "label": "slides-button",
     })
