@@ -109,13 +109,21 @@ def test_the_live_widgets_ask_the_kernel_in_jupyterlab(notebook):
     # generation runs in the kernel too (seqviz.decode.generate), then the prompt runs again
     nxt.locator("input.sv-live-n").fill("20")
     press(page, nxt, None, "button.sv-live-greedy")
-    assert nxt.locator(".sv-live-input").input_value() == kernel.generate_text("JULIET:\n", 20)[1]
+    generated = kernel.generate_text("JULIET:\n", 20)[1]
+    assert nxt.locator(".sv-live-input").input_value() == generated
+    # what the kernel's model wrote is shown as the model's, under the field (issue 39 item 4)
+    assert nxt.locator(".sv-live-output-label").text_content() == "The model wrote 20 characters (greedy):"
+    assert nxt.locator(".sv-live-new").text_content() == generated[len("JULIET:\n"):]
 
     # bad input: the kernel's message, and the widget keeps working
     press(page, nxt, "naïve")
     assert nxt.get_attribute("data-live") == "error"
     assert nxt.locator(".sv-live-problem span").text_content() == (
         'the model does not know the character "ï" (not in its vocabulary): drop it or replace it')
+    # the status under the message is the last good input's, and says so (issue 39 item 8)
+    assert nxt.locator(".sv-live-status").text_content().startswith(
+        "Still drawn: the last input that ran, \u201cJULIET:\u23ce")
+    assert nxt.locator(".sv-live-output").is_hidden()                             # the reader's text now
     press(page, nxt, None, "button.sv-live-drop")
     assert nxt.get_attribute("data-live") == "ready" and nxt.locator(".sv-live-input").input_value() == "nave"
 

@@ -320,7 +320,7 @@ def test_bad_input_gets_a_clear_message_in_the_widget_and_the_page_keeps_working
     before = runs(nxt)
     drop.click()
     wait_runs(page, nxt, before)
-    assert nxt.locator(".sv-live-input").input_value() == "nave  caf"
+    assert nxt.locator(".sv-live-input").input_value() == "nave caf"
     assert nxt.get_attribute("data-live") == "ready" and problem.is_hidden()
     # an empty prompt
     run_live(page, nxt, "")
@@ -353,6 +353,11 @@ def test_axe_finds_nothing_critical_or_serious_in_the_live_states(open_page, sch
     assert page.evaluate("() => document.documentElement.dataset.theme") == scheme
     w = widgets(page)
     run_live(page, w["next"], "ROMEO.\nBut", followers=(w["heads"], w["steps"]))
+    w["next"].locator("input.sv-live-n").fill("20")                              # what the model wrote, marked
+    before = runs(w["next"])
+    w["next"].locator("button.sv-live-greedy").click()
+    wait_runs(page, w["next"], before)
+    assert w["next"].locator(".sv-live-output").is_visible()
     run_live(page, w["gates"], "ROMEO.\nBut")
     run_live(page, w["cross"], "03-MAR-99", followers=(w["beam"],))
     run_live(page, w["beam"], "naïve")                                           # an error state too
@@ -427,4 +432,110 @@ def test_the_live_controls_work_by_keyboard(visual):
     beam.locator("button.sv-live-open").focus()
     page.keyboard.press("Enter")
     assert beam.locator(".sv-live-panel").is_hidden() and beam.get_attribute("data-live-text") == "March 3, 1999"
+    clean(log)
+
+
+# ---- what a reader sees (issue 39 items 4 and 8) ---------------------------------------------------------------------
+@pytest.mark.parametrize("width", [1280, 390])
+def test_generated_text_is_in_view_and_marked_as_the_models(open_page, models, width):
+    """Before: after "append 120 characters: greedy" the two-row prompt box still showed the prompt's first lines,
+    the new text sat below its fold, and the status said only "read 64 characters / cropped … 63 left out"; nothing
+    said which characters the model wrote."""
+    from seqviz.decode import generate
+
+    page, log = open_page(PAGE, width=width)
+    w = widgets(page)
+    nxt = w["next"]
+    prompt = "ROMEO.\n"
+    run_live(page, nxt, prompt)
+    nxt.locator("input.sv-live-n").fill("120")
+    before = runs(nxt)
+    nxt.locator("button.sv-live-greedy").click()
+    wait_runs(page, nxt, before)
+    m = models.char_lm()
+    new = "".join(m.itos[i] for i in generate(m.model, [m.stoi[c] for c in prompt], 120, greedy=True))
+    field = nxt.locator(".sv-live-input")
+    assert field.input_value() == prompt + new
+    # the box shows its end, where the new text is
+    assert field.evaluate("f => f.scrollTop + f.clientHeight >= f.scrollHeight - 1"), "the box shows the prompt"
+    # an output line shows what the model wrote, marked as the model's, whole, inside the widget, unscrolled
+    out = nxt.locator(".sv-live-output")
+    assert out.is_visible()
+    assert out.locator(".sv-live-output-label").text_content() == "The model wrote 120 characters (greedy):"
+    assert out.locator(".sv-live-new").text_content() == new
+    look = out.evaluate("""o => { const n = o.querySelector('.sv-live-new'), s = getComputedStyle(n),
+        p = getComputedStyle(o.querySelector('.sv-live-output-text')), r = o.getBoundingClientRect(),
+        root = o.closest('.seqviz').getBoundingClientRect();
+        return {marked: s.backgroundColor !== p.backgroundColor || s.color !== p.color,
+                whole: o.scrollHeight <= o.clientHeight + 1 && o.scrollWidth <= o.clientWidth + 1,
+                inside: r.left >= root.left - 0.5 && r.right <= root.right + 0.5}; }""")
+    assert look == {"marked": True, "whole": True, "inside": True}, look
+    # the reader's edit is no longer what the model wrote: the line goes
+    field.press("End")
+    field.type("x")
+    page.wait_for_function("e => e.dataset.liveText.endsWith('x') && e.dataset.live === 'ready'",
+                           arg=nxt.element_handle(), timeout=60_000)
+    assert out.is_hidden()
+    clean(log)
+
+
+def test_opening_the_live_bar_selects_the_example_so_typing_replaces_it(visual):
+    """Before: opening "Run live" by keyboard put the caret after the recorded example, so typing appended to it
+    ("Thursday the 2nd of August 19795 May 1999")."""
+    page, log, w = visual
+    cross = w["cross"]
+    cross.locator("button.sv-live-open").focus()
+    before = runs(cross)
+    page.keyboard.press("Enter")
+    wait_runs(page, cross, before)
+    page.keyboard.type("5 May 1999")
+    before = runs(cross)
+    page.keyboard.press("Enter")
+    wait_runs(page, cross, before)
+    assert cross.locator(".sv-live-input").input_value() == "5 May 1999"
+    assert cross.get_attribute("data-live-text") == "5 May 1999"
+    clean(log)
+
+
+def test_drop_leaves_single_spaces(visual):
+    """Before: "Drop" took the characters out and left their spaces: "is — dark — and" became "is  dark  and"."""
+    page, log, w = visual
+    nxt = w["next"]
+    run_live(page, nxt, "The night is \u2014 dark \u2014 and cold")
+    assert nxt.get_attribute("data-live") == "error"
+    before = runs(nxt)
+    nxt.locator("button.sv-live-drop").click()
+    wait_runs(page, nxt, before)
+    assert nxt.locator(".sv-live-input").input_value() == "The night is dark and cold"
+    assert nxt.get_attribute("data-live") == "ready"
+    clean(log)
+
+
+def test_after_an_error_the_status_says_the_drawing_is_the_last_good_inputs(visual):
+    """Before: after an error, the last good result's status ("greedy decoding: “1999-03-03”") sat under the red
+    message as if it were the new input's."""
+    page, log, w = visual
+    cross = w["cross"]
+    run_live(page, cross, "3rd of March 1999", followers=(w["beam"],))
+    status = cross.locator(".sv-live-status")
+    assert status.text_content() == "greedy decoding: \u201c1999-03-03\u201d"
+    run_live(page, cross, "na\u00efve")
+    assert cross.get_attribute("data-live") == "error"
+    assert status.text_content() == ("Still drawn: the last input that ran, \u201c3rd of March 1999\u201d\n"
+                                     "greedy decoding: \u201c1999-03-03\u201d")
+    run_live(page, cross, "03-MAR-99")
+    assert status.text_content() == "greedy decoding: \u201c1999-03-03\u201d"
+    clean(log)
+
+
+def test_at_390px_the_live_fields_keep_off_the_widgets_edge(open_page):
+    """Before: at 390 px the date field (and the prompt box) ran to the widget's right edge (0 px between them)."""
+    page, log = open_page(PAGE, width=390)
+    w = widgets(page)
+    gaps = {}
+    for name in ("next", "gates", "cross"):
+        w[name].locator("button.sv-live-open").click()
+        gaps[name] = w[name].evaluate("e => e.getBoundingClientRect().right - "
+                                      "e.querySelector('.sv-live-input').getBoundingClientRect().right")
+    assert all(g >= 4 for g in gaps.values()), gaps
     clean(log)

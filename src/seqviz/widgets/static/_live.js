@@ -16,8 +16,11 @@
 //     the notes to show.
 // Widgets of one `group` in one notebook share their input: running one runs the others on the same text (in
 // JupyterLab several notebooks share one page; a page of the built book is one notebook).
-// Input problems (an empty input, characters outside the vocabulary, with a button that drops them) are shown under
-// the field and the drawing keeps the last input that ran; notes (cropped text, a date in no training form) beside it.
+// Input problems (an empty input, characters outside the vocabulary, with a button that drops them) are shown under the
+// field and the drawing keeps the last input that ran, which the status under the message names ("Still drawn: …");
+// notes (cropped text, a date in no training form) beside it. Opening the bar selects the field's text, so typing
+// replaces the example. Generated text ends the field (scrolled to it) and an output line under the controls shows the
+// prompt's end and, marked, what the model wrote, until the reader's text is something else.
 // The root's data-live ("off", "loading", "ready", "running", "error"), data-live-engine, data-live-text (the input
 // drawn) and data-live-runs (runs finished) say where the bar is (the tests read them); root.svLive holds the last
 // result the page's runtime computed (the floats the traits were made from).
@@ -130,6 +133,37 @@ function joinGroup(name, el, follow) {
 
 const quoted = (chars) => chars.map((c) => `\u201c${visible(c)}\u201d`).join(", ");
 
+// The reader's text without the characters `unknown` (the bar's "Drop" button), joined as the reader would have typed
+// it: a dropped character between two spaces leaves one space ("is \u2014 dark" -> "is dark", not "is  dark"), one at
+// the start or end of a line leaves no space there, and a dropped space-like character (a no-break space, a tab)
+// between two words keeps them apart with a space. The button is the view's, so the page and the kernel read the same
+// text (the kernel only reads what the field sends).
+function dropCharacters(text, unknown) {
+  const chars = Array.from(text), out = [], gap = (c) => c === null || /\s/.test(c);
+  for (let i = 0; i < chars.length;) {
+    if (!unknown.includes(chars[i])) { out.push(chars[i++]); continue; }
+    let j = i;
+    while (j < chars.length && unknown.includes(chars[j])) j++;
+    const before = out.length ? out[out.length - 1] : null, after = j < chars.length ? chars[j] : null;
+    if (gap(before) && gap(after)) {
+      if (after === " ") j++; // the space after it would double the one before (or start the line)
+      else if (before === " ") out.pop(); // the space before it would end the line
+    } else if (!gap(before) && !gap(after) && chars.slice(i, j).some((c) => /\s/.test(c))) {
+      out.push(" ");
+    }
+    i = j;
+  }
+  return out.join("");
+}
+
+// A reader's input as a status line names it: newlines as \u23ce, at most `most` characters (its start and end).
+function shortInput(text, most = 40) {
+  const chars = Array.from(text.replace(/\n/g, "\u23ce"));
+  if (chars.length <= most) return chars.join("");
+  const head = Math.ceil((most - 1) / 2);
+  return `${chars.slice(0, head).join("")}\u2026${chars.slice(chars.length - (most - 1 - head)).join("")}`;
+}
+
 // The bar under a widget's title. hooks: {page(live, m, text, request) -> {traits, view, notes, status, raw}: what the
 // widget draws for `text`, computed in the page; request(): the view's choices a run sends (e.g. a layer);
 // generate(live, m, text, options) -> new text (optional); controls(bar, row): the widget's own live controls;
@@ -166,13 +200,21 @@ function liveBar(model, root, hooks) {
   const problem = h("div", "sv-live-problem");
   problem.setAttribute("role", "alert");
   problem.hidden = true;
-  panel.append(fieldLabel, row, problem, status);
+  // what the model wrote (generate): the end of the reader's prompt, then the new text, marked as the model's
+  const output = h("div", "sv-live-output");
+  output.hidden = true;
+  output.style.cssText = "margin: 0.3em 0; max-width: 40em;";
+  panel.append(fieldLabel, row, problem, output, status);
+  // the fields keep off the widget's right edge as the bar's rule keeps off its left
+  panel.style.paddingRight = "0.6em";
   el.append(open, panel);
 
   const engine = liveVendor() ? "page" : "kernel";
   root.dataset.live = "off";
   root.dataset.liveEngine = engine;
   let loaded = null, timer = null, running = false, again = false, runs = 0;
+  // the last run that drew: {text (null: the recorded example), lines (its status)}; what the model last wrote
+  let drawn = { text: null, lines: [] }, wrote = null;
   const member = spec.group ? joinGroup(spec.group, root, (text, delay) => { show(); setText(text, false, delay); })
     : null;
 
@@ -186,13 +228,36 @@ function liveBar(model, root, hooks) {
       const drop = h("button", "sv-live-drop", `Drop ${quoted(unknown)}`);
       drop.type = "button";
       drop.addEventListener("click", () => {
-        const text = Array.from(field.value).filter((c) => !unknown.includes(c)).join("");
-        setText(text, true);
+        setText(dropCharacters(field.value, unknown), true);
         field.focus();
       });
       problem.appendChild(drop);
     }
     problem.hidden = false;
+    // the drawing keeps the last input that ran: its status says whose it is
+    say([`Still drawn: ${drawn.text === null ? "the recorded example"
+      : `the last input that ran, \u201c${shortInput(drawn.text)}\u201d`}`, ...drawn.lines]);
+  }
+
+  // Show what the model wrote after `prompt` (`added`; how: "greedy" or "sampled"), or nothing (null).
+  function showOutput(prompt, added, how) {
+    wrote = added === null ? null : prompt + added;
+    output.hidden = wrote === null;
+    if (wrote === null) { output.replaceChildren(); return; }
+    const tail = Array.from(prompt);
+    const label = h("div", "sv-live-output-label",
+      `The model wrote ${Array.from(added).length} characters (${how}):`);
+    const text = h("div", "sv-live-output-text");
+    text.style.cssText = "white-space: pre-wrap; overflow-wrap: anywhere; font-size: 13px; font-family: " +
+      "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace);";
+    const before = h("span", "sv-live-output-prompt", (tail.length > 40 ? "\u2026" : "") + tail.slice(-40).join(""));
+    before.style.color = "var(--sv-muted)";
+    const mark = h("mark", "sv-live-new", added);
+    // the model's characters on a tint of the bar's blue, in the text's own colour (readable light and dark)
+    mark.style.cssText = "color: inherit; background: color-mix(in srgb, #3b528b 22%, transparent); " +
+      "border-radius: 2px; box-decoration-break: clone; -webkit-box-decoration-break: clone;";
+    text.append(before, mark);
+    output.replaceChildren(label, text);
   }
 
   // What the page's runtime needs loaded: once per bar (the module and the model are shared by the whole page).
@@ -234,7 +299,8 @@ function liveBar(model, root, hooks) {
     try {
       const out = await runOnce(text);
       problem.hidden = true;
-      say([out.status, ...(out.notes || [])]);
+      drawn = { text, lines: [out.status, ...(out.notes || [])] };
+      say(drawn.lines);
       root.dataset.liveText = text;
       setState("ready");
     } catch (err) {
@@ -251,6 +317,7 @@ function liveBar(model, root, hooks) {
   // the other widgets of the group follow.
   function setText(text, share, delay = 0) {
     if (field.value !== text) field.value = text;
+    if (wrote !== null && text !== wrote) showOutput("", null); // the reader's text now, not the model's
     if (share && member) member.peers().forEach((m) => m.follow(text, delay));
     clearTimeout(timer);
     timer = setTimeout(run, delay);
@@ -275,6 +342,7 @@ function liveBar(model, root, hooks) {
     }
     show();
     field.focus();
+    field.select(); // typing replaces the recorded example (the caret after it would append to it)
     setText(field.value, true);
   });
   field.addEventListener("input", () => setText(field.value, true, LIVE_DEBOUNCE_MS));
@@ -294,15 +362,20 @@ function liveBar(model, root, hooks) {
     setText: (text) => setText(text, true),
     // Generate from the field's text (hooks.generate in the page, the kernel's _live_generate), then run on it.
     async generate(options) {
+      const prompt = field.value;
       try {
         let text;
         if (engine === "kernel") {
-          text = (await kernelRequest(model, { action: "generate", text: field.value, ...options })).text;
+          text = (await kernelRequest(model, { action: "generate", text: prompt, ...options })).text;
         } else {
           const { live, model: m } = await load();
-          text = await hooks.generate(live, m, field.value, options);
+          text = await hooks.generate(live, m, prompt, options);
         }
+        // the text is the prompt as read, then the model's characters
+        const read = text.startsWith(prompt) ? prompt : "";
         setText(text, true);
+        showOutput(read, text.slice(read.length), options.greedy ? "greedy" : "sampled");
+        field.scrollTop = field.scrollHeight; // the box shows its end, where the new text is
       } catch (err) {
         showProblem(err instanceof LiveProblem ? err
           : err && err.name === "LiveInputError" ? new LiveProblem(err.message, err.details)
