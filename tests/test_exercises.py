@@ -2,11 +2,14 @@
 report a function not written yet without raising (seqviz.exercises)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 from seqviz.exercises import check_beam_step, check_causal_mask, check_elman_step, check_gru_step
+from seqviz.exercises.mistakes import MISTAKES
 
 
 def _said(capsys) -> str:
@@ -29,47 +32,53 @@ def test_elman_step(capsys):
 
     assert check_elman_step(right) and "✓" in _said(capsys)
     assert check_elman_step(todo) is False and "not written yet" in _said(capsys)  # reported, not raised
-    wrong(check_elman_step, lambda x, h, W, U: h @ U.T + x @ W.T, "activation")
-    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(x @ W.T), "ignores h_{t-1}")
-    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(h @ U + x @ W.T), "differs")
-    wrong(check_elman_step, lambda x, h, W, U: torch.tanh(U @ h + W @ x), "raised")
 
 
 def test_causal_mask(capsys):
     assert check_causal_mask(lambda T: torch.ones(T, T).tril().bool()) and "✓" in _said(capsys)
     assert check_causal_mask(lambda T: np.tril(np.ones((T, T), dtype=bool)))            # numpy is fine too
     _said(capsys)
-    wrong(check_causal_mask, lambda T: torch.ones(T, T).triu().bool(), "transposed")
-    wrong(check_causal_mask, lambda T: torch.ones(T, T).tril(-1).bool(), "diagonal")
-    wrong(check_causal_mask, lambda T: torch.ones(T, T).tril(), "dtype")
-    wrong(check_causal_mask, lambda T: ~torch.ones(T, T).tril().bool(), "swapped")
-    wrong(check_causal_mask, lambda T: torch.ones(T, T + 1).bool(), "shape")
 
 
 def test_beam_step(capsys):
-    def right(scores, logp, k):
-        total = (scores[:, None] + logp).flatten()
-        return [(int(i) // logp.shape[1], int(i) % logp.shape[1]) for i in torch.topk(total, k).indices]
+    from seqviz.exercises.mistakes import _beam
 
-    def added_probabilities(scores, logp, k):
-        total = (scores.exp()[:, None] + logp.exp()).flatten()
-        return [(int(i) // logp.shape[1], int(i) % logp.shape[1]) for i in torch.topk(total, k).indices]
+    assert check_beam_step(_beam) and "✓" in _said(capsys)
 
-    def no_history(scores, logp, k):
-        return right(torch.zeros_like(scores), logp, k)
 
-    def per_row(scores, logp, k):                        # each hypothesis's best token (when there are k of them)
-        if len(scores) < k:
-            return right(scores, logp, k)
-        best = [(n, int(logp[n].argmax())) for n in range(len(scores))]
-        return sorted(best, key=lambda c: -float(scores[c[0]] + logp[c]))[:k]
+# ---- the known wrong answers (seqviz.exercises.mistakes, which the graded assignments' hidden tests read too) -------
+@pytest.mark.parametrize("mistake", [m for ms in MISTAKES.values() for m in ms], ids=lambda m: f"{m.check}-{m.name}")
+def test_each_known_mistake_is_rejected_with_its_message(mistake):
+    from seqviz.exercises.mistakes import _check_fn
 
-    assert check_beam_step(right) and "✓" in _said(capsys)
-    wrong(check_beam_step, added_probabilities, "log-probabilities")
-    wrong(check_beam_step, no_history, "scores so far")
-    wrong(check_beam_step, per_row, "all N x V")
-    wrong(check_beam_step, lambda s, l, k: right(s, l, k)[::-1], "order")
-    wrong(check_beam_step, lambda s, l, k: 7, "list of (row, token)")
+    wrong(_check_fn(mistake.check), mistake.fn, mistake.says)
+
+
+def test_a_known_mistake_fails_its_hidden_test_and_no_right_answer_does(capsys):
+    """hidden_test (an assignment's hidden test per named mistake) fails on that mistake, with its message, and
+    passes a right answer and a function not written yet (the public check judges those)."""
+    from seqviz.exercises.mistakes import _beam, hidden_test, known_mistakes
+
+    for m in known_mistakes("check_beam_step"):
+        if m.named:
+            with pytest.raises(AssertionError, match=re.escape(m.what)):
+                hidden_test("check_beam_step", m.name, m.fn)
+            hidden_test("check_beam_step", m.name, _beam)
+            hidden_test("check_beam_step", m.name, lambda *a: (_ for _ in ()).throw(NotImplementedError))
+    assert known_mistakes("check_nothing_yet") == ()
+    with pytest.raises(ValueError, match="check's name"):
+        known_mistakes(check_beam_step)
+    with pytest.raises(ValueError, match="no known mistake 'nope'"):
+        hidden_test("check_beam_step", "nope", _beam)
+
+
+def test_every_check_has_known_mistakes():
+    """Each check the package exports has its typical mistakes in the registry (so its assignment question gets
+    hidden tests, and its messages are tested)."""
+    import seqviz.exercises as ex
+
+    missing = [name for name in ex.__all__ if name.startswith("check_") and not MISTAKES.get(name)]
+    assert not missing, f"no known mistakes in seqviz.exercises.mistakes.MISTAKES for {missing}"
 
 
 @pytest.mark.parametrize("check", [check_elman_step, check_causal_mask, check_beam_step, check_gru_step])
