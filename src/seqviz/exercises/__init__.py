@@ -8,6 +8,8 @@ a wrong one raises ``AssertionError`` naming the mistake (so the check works as 
 that still raises ``NotImplementedError`` is reported as "not written yet" and the check returns False, so a chapter
 runs top to bottom with its exercises unsolved. One module per chapter.
 """
+from seqviz.exercises.ch1 import check_continuation_prob
+from seqviz.exercises.ch2 import check_window_forward
 from seqviz.exercises.ch3 import check_elman_step
 from seqviz.exercises.ch4 import check_gru_step
 from seqviz.exercises.ch5 import check_beam_step
@@ -15,6 +17,6 @@ from seqviz.exercises.ch6 import check_causal_mask
 from seqviz.exercises.ch6 import check_multi_head_attention, check_transformer_block
 from seqviz.exercises.ch8 import check_copy_distribution, check_delta_sequence
 
-__all__ = ["check_elman_step", "check_gru_step", "check_beam_step", "check_causal_mask",
+__all__ = ["check_continuation_prob", "check_window_forward", "check_elman_step", "check_gru_step", "check_beam_step", "check_causal_mask",
            "check_multi_head_attention", "check_transformer_block",
            "check_delta_sequence", "check_copy_distribution"]
