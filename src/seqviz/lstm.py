@@ -379,10 +379,13 @@ def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None =
     ``wrt="state"`` measures the gradient with respect to the whole state the cell carries, (h_t, c_t) for an LSTM
     (the norm of both together): the cell state is where an LSTM's highway runs, and a trained LSTM that latches a
     value in c_t can shut its gates to h_t, whose own gradient then fades. For an Elman cell or a GRU it is "h".
-    A measurement, not a layer: it keeps every state as a graph node so that autograd can give dL_T/ds_t.
+    ``wrt="c"`` measures the cell state alone, dL_T/dc_t (an LSTM's second part; 0 at distance 0, where the loss
+    reads only h_T). A measurement, not a layer: it keeps every state as a graph node so that autograd can give
+    dL_T/ds_t.
     """
-    if wrt not in ("h", "state"):
-        raise ValueError(f"wrt must be 'h' (the hidden state) or 'state' (every part of the cell's state), got {wrt!r}")
+    if wrt not in ("h", "c", "state"):
+        raise ValueError(f"wrt must be 'h' (the hidden state), 'c' (an LSTM's cell state) or 'state' (every part of "
+                         f"the cell's state), got {wrt!r}")
     B, T, _ = x.shape
     state = cell.init_state(B, x.device, x.dtype) if state0 is None else state0
     kept = []
@@ -392,8 +395,11 @@ def state_grad_norms(cell: nn.Module, x: Tensor, loss_fn, state0: State | None =
         # it through the next step, not also through h_t = o_t tanh(c_t) of this step
         state = state.clone() if isinstance(state, Tensor) else type(state)(p.clone() for p in state)
         parts = (state,) if isinstance(state, Tensor) else tuple(state)             # h_t first, then c_t (LSTM)
-        kept.append(parts[:1] if wrt == "h" else parts)
-    h_T = kept[-1][0]                                                              # (B, d_h)
+        if wrt == "c" and len(parts) < 2:
+            raise ValueError(f"wrt='c' needs a cell whose state is (h_t, c_t), an LSTM; {type(cell).__name__} "
+                             f"carries only h_t: use wrt='h'")
+        kept.append({"h": parts[:1], "c": parts[1:2], "state": parts}[wrt])
+    h_T = state if isinstance(state, Tensor) else state[0]                         # (B, d_h)
     grads = iter(torch.autograd.grad(loss_fn(h_T), [p for parts in kept for p in parts], allow_unused=True))
     norms = []
     for parts in kept:
