@@ -15,8 +15,9 @@ from seqviz.exercises.ch4 import check_gru_step
 from seqviz.exercises.ch5 import check_beam_step
 from seqviz.exercises.ch6 import check_causal_mask
 from seqviz.exercises.ch6 import check_multi_head_attention, check_transformer_block
+from seqviz.exercises.ch7 import check_sampling_distribution
 from seqviz.exercises.ch8 import check_copy_distribution, check_delta_sequence
 
 __all__ = ["check_continuation_prob", "check_window_forward", "check_elman_step", "check_gru_step", "check_beam_step", "check_causal_mask",
-           "check_multi_head_attention", "check_transformer_block",
+           "check_multi_head_attention", "check_transformer_block", "check_sampling_distribution",
            "check_delta_sequence", "check_copy_distribution"]

@@ -330,11 +330,56 @@ _copy_mistakes = [
 ]
 
 
+# ---- chapter 7: the distribution that sampling with a temperature and top-k draws from -----------------------------
+_SAMPLE = "check_sampling_distribution"
+
+
+def _sampling(z, T, k, *, divide="logits", renormalise=True, keep=0, cut=True, lowest=False):
+    """softmax(top_k(z) / T) with one switch per usual mistake (``keep``: tokens kept beyond k)."""
+    idx = torch.topk(z, k + keep, largest=not lowest).indices
+    if divide == "probabilities":
+        p = torch.softmax(z, 0) / T
+    elif divide == "multiplied":
+        p = torch.softmax(z * T, 0)
+    else:
+        p = torch.softmax(z / T, 0)
+    if cut:
+        kept = torch.zeros_like(p)
+        kept[idx] = p[idx]
+        p = kept / kept.sum() if renormalise else kept
+    return p
+
+
+_sampling_mistakes = [
+    _m(_SAMPLE, "probabilities_divided_by_T", "the probabilities divided by T, not the logits",
+       lambda z, T, k: _sampling(z, T, k, divide="probabilities", renormalise=False),
+       "the probabilities are divided by T"),
+    _m(_SAMPLE, "temperature_undone", "the probabilities divided by T, then renormalised",
+       lambda z, T, k: _sampling(z, T, k, divide="probabilities"), "the temperature has no effect"),
+    _m(_SAMPLE, "multiplied_by_T", "the logits multiplied by T", lambda z, T, k: _sampling(z, T, k, divide="multiplied"),
+       "multiplied by T"),
+    _m(_SAMPLE, "one_too_few", "k - 1 tokens kept", lambda z, T, k: _sampling(z, T, k, keep=-1), "one too few"),
+    _m(_SAMPLE, "one_too_many", "k + 1 tokens kept", lambda z, T, k: _sampling(z, T, k, keep=1), "one too many"),
+    _m(_SAMPLE, "not_renormalised", "not renormalised after the cut",
+       lambda z, T, k: _sampling(z, T, k, renormalise=False), "not renormalised after the cut"),
+    _m(_SAMPLE, "no_cut", "no top-k cut: the full distribution", lambda z, T, k: _sampling(z, T, k, cut=False),
+       "samples from the full distribution"),
+    _m(_SAMPLE, "lowest_k", "the k lowest logits kept", lambda z, T, k: _sampling(z, T, k, lowest=True),
+       "lowest logits are kept"),
+    _m(_SAMPLE, "only_k_returned", "only the kept probabilities returned",
+       lambda z, T, k: torch.softmax(z / T, 0)[:k], "p has shape"),
+    _m(_SAMPLE, "logits_returned", "z / T returned, not probabilities", lambda z, T, k: z / T, "not a distribution"),
+    _m(_SAMPLE, "a_list", "a list", lambda z, T, k: _sampling(z, T, k).tolist(), "should be a tensor", named=False),
+    _m(_SAMPLE, "T_a_little_off", "T off by 1%", lambda z, T, k: _sampling(z, T * 1.01, k),
+       "differs from the package's", named=False),
+]
+
+
 #: check name -> its known mistakes, in the order the check's tests and an assignment's hidden tests list them
 MISTAKES: dict[str, tuple[Mistake, ...]] = {
     _ELMAN: tuple(_elman), _GRU: tuple(_gru_mistakes), _BEAM: tuple(_beam_mistakes), _MASK: tuple(_mask_mistakes),
     _MHA: tuple(_mha_mistakes), _BLOCK: tuple(_block_mistakes), _DELTA: tuple(_delta_mistakes),
-    _COPY: tuple(_copy_mistakes),
+    _COPY: tuple(_copy_mistakes), _SAMPLE: tuple(_sampling_mistakes),
 }
 for _check, _ms in MISTAKES.items():                   # names are test names: unique per check, identifiers
     assert len({m.name for m in _ms}) == len(_ms) and all(m.check == _check and m.name.isidentifier() for m in _ms), \
