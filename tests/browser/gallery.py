@@ -41,6 +41,19 @@ def widgets() -> dict:
     q4, k4, v4 = (torch.randn(4, 64, dtype=torch.float64) for _ in range(3))
     qc, kc, vc = (torch.randn(1, 4, 40, 16) for _ in range(3))
     vocab = ["<s>", "How", "are", "you", "will", "</s>"]
+    date_src, date_out = list("Thursday the 2nd of August 1979"), list("1979-08-02") + ["</s>"]
+    w_date = _softmax(rng.normal(0, 2, (len(date_out), len(date_src))))          # (T_out, S) the date model's cross
+    digits = ["<s>"] + list("0123456789-") + ["</s>"]
+    date_ids = [digits.index(c) for c in "1979-08-02"] + [len(digits) - 1]
+
+    def dates(ctx):  # a date model's next-character scores: the right character likelier, </s> only at the end
+        n = len(ctx) - 1
+        x = np.random.default_rng([7, *ctx]).normal(0, 1.2, len(digits))
+        x[date_ids[min(n, len(date_ids) - 1)]] += 2.5
+        x[0] = -1e9
+        if n < len(date_ids) - 1:
+            x[-1] = -1e9
+        return torch.log_softmax(torch.tensor(x), 0)
 
     def toy(ctx):
         return torch.log_softmax(torch.tensor([0.0, 1.0, 2.0, 1.5, 1.8, 0.5]) * ((len(ctx) % 3) + 1), 0)
@@ -53,6 +66,11 @@ def widgets() -> dict:
         "heatmap-copy": AttentionHeatmap(w_copy, headline, article, query_label="headline word",
                                          key_label="article word", value_label="copy attention",
                                          title="Copy attention of each headline word over the article"),
+        # chapter 8's figure: the first 30 article words, so cells are wide and labels drawn at 13 px
+        "heatmap-copy-30": AttentionHeatmap(w_copy[:, :30] / w_copy[:, :30].sum(-1, keepdims=True), headline,
+                                            article[:30], query_label="headline word", key_label="article word",
+                                            value_label="copy attention", title="Copy attention, 30 article words"),
+        "heatmap-dates": AttentionHeatmap(w_date, date_out, date_src, title="Date model: encoder-decoder attention"),
         "lstm": LSTMGates(lstm, passage, gate="c", step=20, title="Character LSTM on a held-out passage"),
         "positional": PositionalMatrix(d_model=512, max_len=100, dims=[100, 101, 4, 5], positions=[22, 60],
                                        title="Sinusoidal positions"),
@@ -63,6 +81,9 @@ def widgets() -> dict:
         "steps-chars": AttentionSteps(qc, kc, vc, list("What light through yonder window breaks?"), query=29,
                                       causal=True, title="One query of a character LM, step by step"),
         "beam": BeamTree.from_search(toy, [0], 3, 6, stop_id=5, tokens=vocab, title="A beam of 3"),
+        # the date model's beam: at each step most nodes kept there lead nowhere by the last step
+        "beam-dates": BeamTree.from_search(dates, [0], 5, 11, stop_id=len(digits) - 1, tokens=digits, joiner="",
+                                           title="The date model's beam of 5"),
     }
 
 
@@ -71,10 +92,13 @@ MAIN_CONTROL = {
     "heatmap-chars": ("select.sv-head", ["ArrowDown"], "head"),
     "heatmap-grid": ("select.sv-layer", ["ArrowDown"], "layer"),
     "heatmap-copy": ("canvas.sv-heat", ["ArrowRight", "ArrowRight", "ArrowDown"], "cursor"),
+    "heatmap-copy-30": ("canvas.sv-heat", ["ArrowRight", "ArrowDown"], "cursor"),
+    "heatmap-dates": ("canvas.sv-heat", ["ArrowDown", "ArrowRight"], "cursor"),
     "lstm": ("input.sv-step", ["ArrowRight", "ArrowRight"], "step"),
     "positional": ("input.sv-d-model", ["ArrowLeft"], "dModel"),
     "next-token": ("input.sv-temperature", ["ArrowLeft", "ArrowLeft", "ArrowLeft"], "temperature"),
     "steps-we": ("button.sv-choice[aria-checked=true]", ["ArrowRight"], "query"),
     "steps-chars": ("button.sv-choice[aria-checked=true]", ["End"], "query"),
     "beam": ("input.sv-step", ["ArrowLeft"], "step"),
+    "beam-dates": ("input.sv-step", ["ArrowLeft"], "step"),
 }

@@ -8,7 +8,8 @@ import pytest
 
 from seqviz.decode import softmax_with_temperature
 from seqviz.widgets import sinusoidal_encoding
-from svbrowser import MOCK_RENDER, XSS, embedded_models
+from gallery import widgets
+from svbrowser import MOCK_RENDER, XSS, embedded_models, show_gallery
 
 PAGE = "book/visual_tools.html"
 
@@ -55,6 +56,22 @@ def tools(open_page):
     page, log = open_page(PAGE)
     yield page
     assert log.external == [] and log.errors == [] and log.dialogs == []
+
+
+@pytest.fixture
+def shown(open_page):
+    """shown(names, width) -> page: the named gallery widgets (the package's current JS) in the book's column."""
+    pages = []
+
+    def _show(names, width=1300):
+        page, log = open_page("book/notation.html", width=width)
+        made = widgets()
+        show_gallery(page, {n: made[n] for n in names})
+        pages.append(log)
+        return page
+    yield _show
+    for log in pages:
+        assert log.external == [] and log.errors == [] and log.dialogs == []
 
 
 # ------------------------------------------------------------------------------------------- attention -----------
@@ -418,6 +435,47 @@ def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
     assert text.startswith(f"step {B['step'][n]}: \u201c{B['text'](n)}\u201d  log P = {B['logprob'][n]:.3f}")
     assert "finished" in text
     assert shown_svg(root).locator("g.sv-node.sv-path").count() == B["step"][n] + 1   # the path back to the prompt
+
+
+# a node's look, as the tree (or the legend) draws its box: fill, stroke, dashes, stroke width
+LOOK = ("e => { const c = getComputedStyle(e); "
+        "return [c.fill, c.stroke, c.strokeDasharray, c.strokeWidth].join(' | '); }")
+
+
+def test_beam_tree_nodes_kept_then_dropped_have_their_own_look_and_legend_entry(shown):
+    """Before: with "show pruned" off, four of the five nodes at each step of the date model's beam (kept at their
+    step, dropped later: class sv-kept sv-dropped) were drawn dashed and unfilled, like the legend's "pruned" swatch,
+    and the legend had no entry for them. Each kind of node now has a look of its own, drawn whole (not dashed: a
+    dashed box is a pruned one), the legend shows each look the tree draws by the same style rules, and the readout
+    says the node was kept and dropped later."""
+    page = shown(["beam-dates"])
+    root = page.locator(".sv-beam").first
+    root.locator("input.sv-show-pruned").check()
+    pruned = set(shown_svg(root).locator("g.sv-node.sv-pruned:not(.sv-on-greedy) > rect")
+                 .evaluate_all(f"rs => rs.map({LOOK})"))
+    root.locator("input.sv-show-pruned").uncheck()
+    svg = shown_svg(root)
+    kinds = {"kept": "g.sv-node.sv-kept:not(.sv-dropped)", "kept, dropped later": "g.sv-node.sv-kept.sv-dropped",
+             "finished": "g.sv-node.sv-finished"}
+    looks = {k: set(svg.locator(f"{sel}:not(.sv-on-greedy) > rect").evaluate_all(f"rs => rs.map({LOOK})"))
+             for k, sel in kinds.items()} | {"pruned": pruned}
+    assert all(len(v) == 1 for v in looks.values()), looks                # one look per kind, each drawn
+    looks = {k: v.pop() for k, v in looks.items()}
+    assert len(set(looks.values())) == len(looks), looks                  # and no two alike
+    for col in range(3, 9):                                               # most of a step's kept nodes lead nowhere
+        assert svg.locator(f'g.sv-col[data-step="{col}"] g.sv-node.sv-kept.sv-dropped').count() >= 2
+    fill, stroke, dashes, _ = looks["kept, dropped later"].split(" | ")
+    assert dashes == "none" and fill not in ("none", "rgba(0, 0, 0, 0)"), looks["kept, dropped later"]
+    legend = root.locator(".sv-beam-legend")
+    labels = legend.locator(".sv-legend-label").all_text_contents()
+    swatches = legend.locator(".sv-beam-swatch")
+    shown_looks = {lab: swatches.nth(i).evaluate(f"s => ({LOOK})(s.querySelector('rect') || s)")
+                   for i, lab in enumerate(labels)}
+    assert {k: shown_looks.get(k) for k in looks} == looks
+    node = svg.locator('g.sv-col[data-step="4"] g.sv-node.sv-kept.sv-dropped').first
+    node.scroll_into_view_if_needed()
+    node.hover()
+    assert "kept at step 4, dropped later" in root.locator(".sv-readout").text_content()
 
 
 def test_beam_tree_kept_layout_follows_what_changed_while_it_was_not_shown(tools):

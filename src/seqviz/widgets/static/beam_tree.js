@@ -17,6 +17,11 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const KEPT = 0, PRUNED = 1, FINISHED = 2, GREEDY_ONLY = 3;
 const STATUS_CLASS = ["sv-kept", "sv-pruned", "sv-finished", "sv-greedy-only"];
 const STATUS_TEXT = ["kept", "pruned", "finished", "greedy only (the beam never proposed it)"];
+// The legend: a node's classes and what they mean. "kept, dropped later": kept at its step, but none of its
+// continuations is in the beam at the step shown (draw() marks these sv-dropped); greedy only: shown when the search
+// has such nodes.
+const LEGEND = [["sv-kept", "kept"], ["sv-kept sv-dropped", "kept, dropped later"], ["sv-pruned", "pruned"],
+  ["sv-finished", "finished"], ["sv-on-greedy", "greedy's path"], ["sv-greedy-only", "greedy only"]];
 let clipCount = 0; // a page-unique id for each tree's clip path
 const ROW = 22, NODE_H = 18, HEAD = 22, GAP = 26, CHAR_PX = 8, SCORE_PX = 44, MAX_CHARS = 14;
 const SCORE_FONT = 11; // px, the node scores (widgets.css); the labels and column heads are 12 px
@@ -150,12 +155,19 @@ function render({ model, el }) {
   const treeBox = scroller("beam search tree, one column per step; Left/Right: step, Up/Down: node, Enter: show " +
     "that step (the table below lists the beam)", "sv-beam-tree");
   const readout = readoutLine();
+  // Each swatch is a node box with the node's classes, so the tree's style rules draw it: the legend shows every look
+  // the tree draws, and only those (a kind of node the search lacks is left out, see rebuild).
   const legendBox = h("div", "sv-legend sv-beam-legend");
-  for (const [cls, text] of [["sv-kept", "kept"], ["sv-pruned", "pruned"], ["sv-finished", "finished"],
-    ["sv-on-greedy", "greedy's path"]]) {
-    const sw = h("span", `sv-beam-swatch ${cls}`);
-    legendBox.append(sw, h("span", "sv-legend-label", text));
-  }
+  const legendItems = LEGEND.map(([cls, text]) => {
+    const sw = svgEl("svg", "sv-beam-swatch", { width: 22, height: 14, viewBox: "0 0 22 14" });
+    const g = svgEl("g", `sv-node ${cls}`);
+    g.appendChild(svgEl("rect", "", { x: 1.5, y: 1.5, width: 19, height: 11, rx: 3 }));
+    sw.appendChild(g);
+    const item = h("span", "sv-beam-legend-item");
+    item.append(sw, h("span", "sv-legend-label", text));
+    legendBox.appendChild(item);
+    return item;
+  });
   const table = h("table", "sv-beam-table");
   root.append(title, controls, note, treeBox, readout, legendBox, table);
   const live = liveHost(model, root, title, {
@@ -189,9 +201,12 @@ function render({ model, el }) {
     const tlp = S.logprob[n] - S.logprob[S.parent[n]];
     const a = model.get("alpha");
     const norm = normalised(S.logprob[n], S.step[n], a);
+    const dropped = L && L.nodes[n] && L.nodes[n].classList.contains("sv-dropped");
+    const state = dropped ? `kept at step ${S.step[n]}, dropped later (none of its continuations is in the beam ` +
+      `at step ${L.current})` : STATUS_TEXT[S.status[n]];
     return `step ${S.step[n]}: \u201c${hypothesis(S, n)}\u201d  log P = ${S.logprob[n].toFixed(3)} ` +
       `(this token ${tlp.toFixed(3)}), log P / ${S.step[n]}^${a} = ${norm.toFixed(3)}; ` +
-      `${STATUS_TEXT[S.status[n]]}${S.greedy.includes(n) ? ", on greedy's path" : ""}`;
+      `${state}${S.greedy.includes(n) ? ", on greedy's path" : ""}`;
   }
 
   // The layout for the pruned switch's state: built the first time, kept while the search stays the same. The one
@@ -424,6 +439,7 @@ function render({ model, el }) {
     S = readSearch(model);
     showTitle(title, model, "beam search tree");
     stepS.input.max = String(S.nSteps);
+    legendItems[LEGEND.length - 1].hidden = !S.status.includes(GREEDY_ONLY);
     const lp = S.lengthPenalty;
     const by = lp ? `log P / N^${lp}` : "log P, the sum of log-probabilities";
     note.textContent = `A beam of ${S.beamSize} ranked by ${by}` +
