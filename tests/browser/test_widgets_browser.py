@@ -77,6 +77,50 @@ def shown(open_page):
 # ------------------------------------------------------------------------------------------- attention -----------
 
 
+# every row and column label of the heatmaps shown that is cut: its text longer than the room its box leaves along
+# the line (a row label's width, a vertical column label's height), to the sub-pixel (an ellipsis is drawn for any
+# overflow, while scrollWidth rounds), as "text (needed / room px)"
+CUT_LABELS = """() => [...document.querySelectorAll('.sv-att .sv-tok')].filter(e => e.getClientRects().length)
+  .map(e => {
+    const v = e.classList.contains('sv-key'), cs = getComputedStyle(e), r = document.createRange();
+    r.selectNodeContents(e);
+    const text = r.getBoundingClientRect(), box = e.getBoundingClientRect();
+    const room = v ? box.height - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom)
+      : box.width - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return [e.textContent, v ? text.height : text.width, room];
+  }).filter(([t, need, room]) => need > room + 0.01)
+  .map(([t, need, room]) => `${t} (${need.toFixed(1)} / ${room.toFixed(1)} px)`)"""
+
+
+@pytest.mark.parametrize("width", (1280, 390))
+def test_heatmap_labels_are_drawn_whole(shown, width):
+    """Before: chapter 8's copy-attention rows read "airways p_gen=0…" (the value, the point, cut off) and the date
+    model's </s> row read "</…": the row column was sized for 12 px labels, drawn at 13 px in the wider cells of a
+    short matrix, and at 390 px it was held to a third of the width. Every label is drawn whole at either width."""
+    from seqviz.widgets import AttentionHeatmap
+
+    page = shown(["heatmap-copy-30", "heatmap-dates", "heatmap-copy", "heatmap-chars"], width)
+    assert page.evaluate(CUT_LABELS) == []
+    copy30, dates = page.locator(".sv-att").nth(0), page.locator(".sv-att").nth(1)
+    assert copy30.get_attribute("data-labels") == dates.get_attribute("data-labels") == "shown"
+    made = widgets()
+    assert copy30.locator(".sv-query").all_text_contents() == made["heatmap-copy-30"].query_tokens
+    assert dates.locator(".sv-query").all_text_contents()[-1] == "</s>"
+    fits = ("() => [...document.querySelectorAll('.sv-att')].every(r => r.scrollWidth <= r.clientWidth && "
+            "r.getBoundingClientRect().right <= r.closest('article').getBoundingClientRect().right + 1)")
+    assert page.evaluate(fits)                                            # the widgets still fit the column
+    # rows too long to sit beside the cells at 390 px: they scroll sideways with the matrix, whole
+    long_rows = [f"a headline word with a long gloss no. {i} p_gen=0.{i}3" for i in range(4)]
+    keys = made["heatmap-copy"].key_tokens[:12]
+    show_gallery(page, {"long": AttentionHeatmap(np.full((4, 12), 1 / 12), long_rows, keys)})
+    assert page.evaluate(CUT_LABELS) == [] and page.evaluate(fits)
+    long = page.locator(".sv-att").first
+    assert long.locator(".sv-query").all_text_contents() == long_rows
+    if width < 688:
+        box = long.locator(".sv-att-matrix")
+        assert box.get_attribute("tabindex") == "0" and box.evaluate("e => e.scrollWidth > e.clientWidth")
+
+
 def test_attention_layer_head_and_grid_controls_change_the_rendering(tools):
     page = tools
     root = page.locator(".sv-att").first

@@ -15,6 +15,7 @@
 const MASKED = [0xbd, 0xbd, 0xbd];
 const MAX_CELL = 32;
 const MAX_SCROLL_PX = 6000; // wider than this at labelled size, a matrix fits the width unlabelled instead
+const MAX_KEY_PX = 320; // the tallest the column labels' strip grows (a 40-character label at 13 px)
 const THUMB_MIN = 150, THUMB_MAX = 260, GAP = 12; // the all-heads grid's small multiples
 
 function hatchPattern(ctx) {
@@ -146,14 +147,53 @@ async function liveAttention(model, m, text) {
   };
 }
 
-// How to draw one head at width W: cell size, whether labels are drawn, whether the matrix scrolls sideways.
-function fitSingle(s, W) {
-  const qFont = 12;
-  const qw = Math.min(Math.floor(W * 0.35), 170, textWidth(s.q.map(visible), qFont, true) + 10);
-  const fit = Math.min(MAX_CELL, Math.floor((W - qw - 4) / s.Tk));
-  if (fit >= LABEL_CELL_PX - 2) return { cs: fit, labels: true, scroll: false, qw };
-  if (s.Tk * LABEL_CELL_PX <= MAX_SCROLL_PX) return { cs: LABEL_CELL_PX, labels: true, scroll: true, qw };
-  return { cs: Math.max(1, fit), labels: false, scroll: false, qw: 0 };
+// The room the labels need at `px`: the widest row label's width (qw) and the longest column label's length (keyH,
+// drawn vertically), padding included. Measured on copies of the labels in the widget itself, so in the fonts and
+// size the page draws them with (sized for 12 px and drawn at 13, chapter 8's rows read "airways p_gen=0…" and the
+// date model's "</…"); before the widget is in the page, the canvas measure with a pixel to spare per character.
+function labelRoom(root, s, px) {
+  const probe = (texts, box, cls) => {
+    const p = h("div", box);
+    p.style.cssText = "position: absolute; left: 0; top: 0; visibility: hidden; width: max-content; " +
+      "height: max-content; overflow: visible; pointer-events: none";
+    for (const t of texts) {
+      const e = h("span", `sv-tok ${cls}`, visible(t));
+      e.style.fontSize = `${px}px`;
+      e.style.maxWidth = e.style.maxHeight = "none";
+      p.appendChild(e);
+    }
+    return p;
+  };
+  const qp = probe(s.q, "sv-queries", "sv-query"), kp = probe(s.k, "sv-keys", "sv-key");
+  root.append(qp, kp);
+  const qw = qp.offsetWidth, keyH = kp.offsetHeight; // layout sizes (whole px), not scaled by a slide's transform
+  qp.remove();
+  kp.remove();
+  if (qw > 0 && keyH > 0) return { qw: qw + 1, keyH: keyH + 1 };
+  const most = (texts) => Math.max(0, ...texts.map((t) => visible(t).length));
+  return { qw: textWidth(s.q.map(visible), px, true) + most(s.q) + 10,
+    keyH: textWidth(s.k.map(visible), px, true) + most(s.k) + 6 };
+}
+
+// How to draw one head at width W: cell size, whether labels are drawn, whether the matrix scrolls sideways, and the
+// room of the row labels (qw) and of the column labels (keyH). A label is never cut: the row column is as wide as its
+// widest label; where that would leave the cells less than 40 % of the width, the row labels scroll sideways with
+// the matrix (rowsInside). Column labels are cut only beyond MAX_KEY_PX (the read-out names every cell).
+function fitSingle(root, s, W) {
+  let room = labelRoom(root, s, labelFont(MAX_CELL));
+  const cap = Math.floor(W * 0.6);
+  const fit = Math.min(MAX_CELL, Math.floor((W - room.qw - 4) / s.Tk));
+  const keyH = (r) => Math.min(MAX_KEY_PX, r.keyH);
+  if (room.qw <= cap && fit >= LABEL_CELL_PX - 2) {
+    if (labelFont(fit) < labelFont(MAX_CELL)) room = labelRoom(root, s, labelFont(fit));
+    return { cs: fit, labels: true, scroll: false, qw: room.qw, keyH: keyH(room), rowsInside: false };
+  }
+  if (s.Tk * LABEL_CELL_PX <= MAX_SCROLL_PX) {
+    room = labelRoom(root, s, labelFont(LABEL_CELL_PX));
+    return { cs: LABEL_CELL_PX, labels: true, scroll: true, qw: room.qw, keyH: keyH(room), rowsInside: room.qw > cap };
+  }
+  return { cs: Math.max(1, Math.min(MAX_CELL, Math.floor((W - 4) / s.Tk))), labels: false, scroll: false, qw: 0,
+    keyH: 0, rowsInside: false };
 }
 
 function render({ model, el }) {
@@ -243,17 +283,16 @@ function render({ model, el }) {
   let single = null, grid = null, width = widthOf(root);
 
   function buildSingle() {
-    const f = fitSingle(s, width);
-    const cs = f.cs, font = f.labels ? labelFont(cs) : 0;
-    const m = h("div", "sv-att-matrix");
-    const keyH = f.labels ? Math.min(130, textWidth(s.k.map(visible), font, true) + 6) : 0;
+    const f = fitSingle(root, s, width);
+    const cs = f.cs, font = f.labels ? labelFont(cs) : 0, keyH = f.keyH;
+    const scrollLabel = `${s.vLabel}: ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}), scrolls sideways`;
+    // the box that scrolls sideways: the cells (the row labels stay beside them) or, rowsInside, the whole matrix
+    const m = f.rowsInside ? scroller(scrollLabel, "sv-att-matrix sv-att-scroll") : h("div", "sv-att-matrix");
     const qCol = h("div", "sv-queries");
     qCol.style.paddingTop = `${keyH}px`;
     qCol.style.width = `${f.qw}px`;
-    const area = f.scroll
-      ? scroller(`${s.vLabel}: ${s.Tq} rows (${s.qLabel}) by ${s.Tk} columns (${s.kLabel}), scrolls sideways`,
-        "sv-att-scroll")
-      : h("div", "sv-att-area");
+    const area = f.scroll && !f.rowsInside ? scroller(scrollLabel, "sv-att-scroll") : h("div", "sv-att-area");
+    const scrollBox = f.rowsInside ? m : area, x0 = f.rowsInside ? f.qw : 0;
     const keys = h("div", "sv-keys");
     keys.style.height = `${keyH}px`;
     const keySpans = s.k.map((t, j) => {
@@ -310,9 +349,11 @@ function render({ model, el }) {
         og.strokeRect(j * cs + 1, i * cs + 1, Math.max(1, cs - 2), Math.max(1, cs - 2));
         readout.textContent = describe(cur.l, cur.hd, i, j);
         if (f.scroll) { // keep the cursor's cell in the scrolling box's view
-          const x = j * cs;
-          if (x < area.scrollLeft) area.scrollLeft = x;
-          else if (x + cs > area.scrollLeft + area.clientWidth) area.scrollLeft = x + cs - area.clientWidth;
+          const x = x0 + j * cs;
+          if (x < scrollBox.scrollLeft + x0) scrollBox.scrollLeft = x - x0;
+          else if (x + cs > scrollBox.scrollLeft + scrollBox.clientWidth) {
+            scrollBox.scrollLeft = x + cs - scrollBox.clientWidth;
+          }
         }
       },
     });
