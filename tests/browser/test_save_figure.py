@@ -206,3 +206,31 @@ def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
     blank.close()
     assert not problems, "\n".join(problems)
     assert not errors and not external, (errors, external)
+
+
+def test_a_live_widget_saves_what_the_model_drew_for_the_readers_input(open_page, browser):
+    """After a live run (the date model in the page, on a date the reader typed) the files show that run, not the
+    recorded example: the cross-attention grid's and the beam tree's SVGs change and hold every label then shown
+    (the new search's tokens); the live bar (its field, buttons and status) is not in the figure. Before: nothing to
+    save, and a screenshot held the live panel too."""
+    from test_live_widgets import run_live, widgets as live_widgets
+
+    page, log = open_page(PAGE)
+    w = live_widgets(page)
+    before = {name: save(page, w[name], "svg", keyboard=False)[1] for name in ("cross", "beam")}
+    run_live(page, w["cross"], "Tuesday 7 Sep 2027", followers=(w["beam"],))
+    blank = browser.new_page()
+    problems = []
+    for name in ("cross", "beam"):
+        root = w[name]
+        problems += check_widget(page, blank, root, f"live {name}")
+        status = " ".join(root.locator(".sv-live-status").text_content().split())
+        _, svg = save(page, root, "svg", keyboard=True)
+        if svg == before[name]:
+            problems.append(f"live {name}: the SVG after the live run is the recorded example's")
+        words = " ".join(" ".join("".join(t.itertext()).split()) for t in ET.fromstring(svg).iter(f"{SVG_NS}text"))
+        if not status or status in words:
+            problems.append(f"live {name}: the live bar's status {status!r} is in the figure (or empty)")
+    blank.close()
+    assert not problems, "\n".join(problems)
+    assert log.errors == [] and log.external == [], (log.errors, log.external)
