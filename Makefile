@@ -29,6 +29,8 @@ help:
 	@echo "SHA-256 to put in the module that loads it): make char-lstm, checkpoints-transformer, pretrain-summarize,"
 	@echo "copy-summarizer. Experiment, not shipped: make translator (DEVICE=cuda on a GPU). Opt-in: make pretrained-encoder (all-MiniLM-L6-v2 for book/pretrained_encoder.ipynb)"
 	@echo "make pdf   - opt-in: the book as one PDF, _build/pdf/seqviz.pdf (installs Debian TeX Live, xelatex)"
+	@echo "make assignments - the build-it exercises as otter-grader assignments into _build/assignments/"
+	@echo "make book-student - the book without solutions (for the weeks an assignment is open), _build/student/html"
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
 $(STAMPS)/python: pyproject.toml $(LOCK)
@@ -110,6 +112,16 @@ book: setup vendor $(STAMPS)/pkg
 slides: setup vendor
 	$(PY) scripts/slides.py --build _build/html/slides
 	@echo "The slides are at file://$(CURDIR)/_build/html/slides/index.html"
+
+# Graded assignments (issue 40, item 6): each chapter's build-it exercises (found in the notebooks: a stub cell and its
+# "# Solution N" cell) as an otter-grader assignment in _build/assignments/NN_name/: a student notebook with the stubs
+# and public checks, and autograder.zip (Gradescope, or `otter run -a`), whose hidden tests are the checks' known
+# wrong answers (seqviz.exercises.mistakes). book-student: the book without solutions or answers, _build/student/html.
+.PHONY: assignments book-student
+assignments: setup
+	$(PY) scripts/assignments.py --wheel
+book-student: setup vendor
+	$(PY) scripts/assignments.py --student-book
 
 # ---- tests ----------------------------------------------------------------------------------------------------
 chromium:

@@ -26,15 +26,17 @@
    see scripts/pdf.py), goes to the speaker notes of the slide before it.
 4. *Code cells.* Each shown code cell starts a slide titled with the section's heading: its code (at most
    CODE_LINES lines, else the code goes to the notes) and its outputs: text, tables, figures, and widgets, live as in
-   the book. A figure takes the slide's height; a widget gets a slide of its own, at its book size (a widget taller
-   or wider than the slide scrolls in a box reached by Tab and the arrow keys); the cell's
-   ``seqviz.print`` sentence (what its figure shows, scripts/pdf.py) goes to the notes. A code cell right after a
-   markdown cell's slide joins that slide when both fit (no widget, at most one figure); a code cell with nothing to
-   show but more than CODE_LINES lines of code goes to the notes.
+   the book. A figure takes the slide's height; a widget gets a slide of its own, in a slide-sized view (rule 5);
+   the cell's ``seqviz.print`` sentence (what its figure shows, scripts/pdf.py) goes to the notes. A code cell right
+   after a markdown cell's slide joins that slide when both fit (no widget, at most one figure); a code cell with
+   nothing to show but more than CODE_LINES lines of code goes to the notes.
 5. *Slides that would not fit* are split where their blocks end (estimated heights at the deck's WIDTH x HEIGHT, the
    title repeated, no new cell); a text output, table or list longer than a slide is cut into slides of whole lines,
    rows (the head repeated) or items. In the browser, a slide without a widget that is still taller or wider than
    its box is scaled down (no further than MIN_SCALE); a wide printed line first gets a smaller font, then wraps.
+   A widget's slide never scrolls: the widget shows a slide-sized view (SLIDE_VIEW: traits set in the deck's copy of
+   its state; CSS below for the LSTM heatmap's height and the positional panels' size), scaled down to fit if need
+   be, but no further than keeps its smallest text at WIDGET_TEXT_PX on a PROJECTOR-sized window.
 
 The decks are one flat sequence of slides (ArrowRight and Space walk them all, in order; reveal's navigation is
 "linear"), WIDTH x HEIGHT = 800 x 450 logical pixels, which reveal scales to the window: at 1,280 x 720 everything is
@@ -110,6 +112,16 @@ FLEX_MIN = 190  # the least height a figure may be given beside other blocks
 CODE_LINES = 14  # longer code goes to the notes
 ITEM_MAX = 110  # a list item longer than this shows its first sentence
 MIN_SCALE = 0.7  # the browser may scale a slide's content down this far to fit
+PROJECTOR = (1280, 720)  # the window a lecturer projects the deck in: reveal draws WIDTH x HEIGHT at REVEAL_SCALE
+MARGIN = 0.02  # reveal's margin around the slide (a fraction of its size)
+REVEAL_SCALE = min(PROJECTOR[0] / WIDTH, PROJECTOR[1] / HEIGHT) / (1 + MARGIN)
+WIDGET_TEXT_PX = 16.0  # the least size of a widget's text on the projected slide: a widget is scaled no smaller
+# A widget's view on a slide, where its book view is taller than a slide (issue 39, item 3): these traits are set in
+# the deck's copy of the chapter's widget state (the book keeps its own). The beam trees hide their pruned
+# candidates (a column of 10-40 nodes a step becomes the beam's 5: the kept, finished and greedy nodes stay).
+# The next-word bars show at most 12 tokens (the slider still reaches k_max).
+SLIDE_VIEW = {"seqviz.widgets.beam_tree.BeamTree": {"show_pruned": lambda shown: False},
+              "seqviz.widgets.next_token.NextTokenDistribution": {"top_k": lambda k: min(k, 12)}}
 
 
 def chapter_notebooks() -> list[Path]:
@@ -757,7 +769,7 @@ def render_output(out: dict) -> str:
         return f'<pre class="sv-out">{html.escape(_strip_ansi(_text(out.get("text"))).rstrip())}</pre>'
     if VIEW in data:
         view = json.dumps(data[VIEW]).replace("</", "<\\/")
-        return (f'<div class="sv-widget" tabindex="0" role="region" aria-label="interactive figure">'
+        return (f'<div class="sv-widget" role="region" aria-label="interactive figure">'
                 f'<script type="{VIEW}">{view}</script></div>')
     if "image/svg+xml" in data:
         return f'<div class="sv-figure">{_text(data["image/svg+xml"])}</div>'
@@ -836,8 +848,15 @@ CSS = """
 .reveal code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.9em; }
 .reveal .math { text-align: center; }
 .reveal blockquote { width: auto; margin: 0; font-size: 17px; }
-.reveal .sv-widget { flex: 0 1 auto; min-height: 0; overflow: auto; }
+.reveal .sv-widget { flex: none; overflow: visible; }
 .reveal .sv-widget .seqviz { margin: 0; }
+/* widgets in their slide view (rule 5): the LSTM's heatmap a pixel a unit, the positional panels smaller (the three
+   side by side), the beam tree's table (the beam at the step shown, best first) for screen readers only: the tree,
+   its read-out line and the speaker say it; no "save the figure" bar (the book's pages have it) */
+.reveal { --sv-lstm-units-px: 128; --sv-pos-side: 150; --sv-pos-plot-w: 300; --sv-pos-plot-h: 150; }
+.reveal .sv-beam .sv-beam-table { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+  clip-path: inset(50%); white-space: nowrap; }
+.reveal .seqviz .sv-save { display: none; }
 .reveal .sv-html { overflow: hidden; }
 .reveal .sv-back { position: fixed; left: 1em; bottom: 0.6em; font-size: 14px; z-index: 40; }
 .reveal .slide-number { font-size: 13px; }
@@ -893,6 +912,26 @@ function reach(content) {{  // the box around what the content draws on screen (
   }});
   return r;
 }}
+var WIDGET_TEXT = {widget_text};
+function smallestText(content) {{  // the smallest font size of the widgets' text shown (their canvases' own claim too)
+  var least = Infinity;
+  content.querySelectorAll(".seqviz[data-min-font]").forEach(function (w) {{
+    least = Math.min(least, parseFloat(w.getAttribute("data-min-font")) || Infinity);
+  }});
+  var walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+  for (var n = walker.nextNode(); n; n = walker.nextNode()) {{
+    var el = n.parentElement, shown = !!el && !!n.textContent.trim() && !!el.closest(".seqviz");
+    if (shown && el.checkVisibility) {{
+      shown = el.checkVisibility({{ contentVisibilityAuto: true, visibilityProperty: true }});
+    }}
+    for (var a = el; shown && a && a !== content; a = a.parentElement) {{
+      var s = getComputedStyle(a);
+      if (s.clip !== "auto" || s.clipPath !== "none") shown = false;  // visually hidden, for screen readers
+    }}
+    if (shown && el.getClientRects().length) least = Math.min(least, parseFloat(getComputedStyle(el).fontSize));
+  }}
+  return least === Infinity ? WIDGET_TEXT : least;
+}}
 function fit(slide) {{
   var body = slide && slide.querySelector(".sv-body"), content = body && body.firstElementChild;
   if (!content || !content.children.length) return;
@@ -905,23 +944,24 @@ function fit(slide) {{
       pre.style.whiteSpace = "pre-wrap"; pre.style.overflowWrap = "anywhere";
     }}
   }});
-  // a widget keeps its size (its labels are read at 16 px and more); one taller than the slide scrolls in its box
-  if (slide.classList.contains("sv-has-widget")) {{ slide.setAttribute("data-fit", "1.000"); return; }}
+  // a widget is scaled no further than keeps its smallest text at WIDGET_TEXT logical px (16 px when projected)
+  var widget = slide.classList.contains("sv-has-widget");
+  var least = widget ? Math.min(1, WIDGET_TEXT / smallestText(content)) : MIN_SCALE;
   var scale = 1;
   for (var i = 0; i < 5; i++) {{
     var b = body.getBoundingClientRect(), r = reach(content);
     var need = Math.min(1, b.height / Math.max(r.bottom - b.top, 1), b.width / Math.max(r.right - b.left, 1));
     if (need >= 0.995) break;
-    scale = Math.max(MIN_SCALE, scale * need);
+    scale = Math.max(least, scale * need);
     content.style.zoom = scale;
-    if (scale === MIN_SCALE) break;
+    if (scale === least) break;
   }}
   slide.setAttribute("data-fit", scale.toFixed(3));
 }}
 require({{ waitSeconds: 30 }}, ["reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js"],
   function (Reveal, RevealNotes) {{
     Reveal.initialize({{ controls: true, progress: true, history: true, hash: true, center: false,
-                        transition: "none", slideNumber: "c/t", width: {width}, height: {height}, margin: 0.02,
+                        transition: "none", slideNumber: "c/t", width: {width}, height: {height}, margin: {margin},
                         navigationMode: "linear", display: "flex", plugins: [RevealNotes] }});
     window.Reveal = Reveal;  // loaded as an AMD module, so not a global by itself (tests and the console use it)
     function refit() {{ fit(Reveal.getCurrentSlide()); }}
@@ -973,13 +1013,28 @@ def _ensure_vendor(out: Path) -> str:
     return "../vendor"
 
 
+def slide_state(state: dict | None) -> dict | None:
+    """A copy of a chapter's saved widget state with each widget in its slide view (:data:`SLIDE_VIEW`)."""
+    if not state:
+        return state
+    out = copy.deepcopy(state)
+    for model in out.get("state", {}).values():
+        traits = model.get("state", {})
+        for name, value in SLIDE_VIEW.get(str(traits.get("_anywidget_id", "")), {}).items():
+            if name not in traits:
+                raise ValueError(f"SLIDE_VIEW sets {name!r} of {traits['_anywidget_id']}, which has no such trait "
+                                 f"in the saved state: fix SLIDE_VIEW in scripts/slides.py")
+            traits[name] = value(traits[name])
+    return out
+
+
 def deck(nb: dict, path: Path, vendor: str, figures: dict[Path, str]) -> tuple[str, list[Slide]]:
     """The HTML page of one chapter's deck, and its slides."""
     from pygments.formatters import HtmlFormatter
 
     slides = paginate(plan(nb, path.parent, figures)[0])
     ids = [c.get("id", str(k)) for k, c in enumerate(nb["cells"])]
-    state = nb.get("metadata", {}).get("widgets", {}).get(STATE)
+    state = slide_state(nb.get("metadata", {}).get("widgets", {}).get(STATE))
     state_tag = (f'<script type="{STATE}">{json.dumps(state).replace("</", "<" + chr(92) + "/")}</script>'
                  if state else "")
     title = next((s.title for s in slides if s.level == 1), path.stem)
@@ -987,7 +1042,7 @@ def deck(nb: dict, path: Path, vendor: str, figures: dict[Path, str]) -> tuple[s
                        css=CSS + HtmlFormatter().get_style_defs(".sv-code"),
                        slides="\n".join(render_slide(s, ids[s.cell]) for s in slides), state=state_tag,
                        chapter_page=f"../notebooks/{path.stem}.html", width=WIDTH, height=HEIGHT,
-                       min_scale=MIN_SCALE)
+                       min_scale=MIN_SCALE, widget_text=f"{WIDGET_TEXT_PX / REVEAL_SCALE:.3f}", margin=MARGIN)
     return page, slides
 
 

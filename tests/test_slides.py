@@ -292,6 +292,32 @@ def test_the_deck_is_flat_offline_with_notes_and_starts_slides_where_the_metadat
     assert (out / "index.html").read_text().count("09_made_up.slides.html") == 1
 
 
+def test_a_widget_on_a_slide_gets_its_slide_view_and_the_book_keeps_its_own():
+    """The deck's copy of the widget state hides the beam tree's pruned candidates and caps the next-word bars (the
+    translator's beam was 1,774-2,043 px tall on a 720 px slide with them); the notebook's own state is untouched; a
+    SLIDE_VIEW trait the widget does not have is an error that says where to fix it."""
+    beam = {"model_name": "AnyModel", "state": {"_anywidget_id": "seqviz.widgets.beam_tree.BeamTree",
+                                                "show_pruned": True, "step": 7}}
+    bars = {"model_name": "AnyModel", "state": {"_anywidget_id": "seqviz.widgets.next_token.NextTokenDistribution",
+                                                "top_k": 15}}
+    few = copy.deepcopy(bars)
+    few["state"]["top_k"] = 5
+    other = {"model_name": "AnyModel", "state": {"_anywidget_id": "seqviz.widgets.attention.AttentionHeatmap",
+                                                 "layer": 1}}
+    state = {"version_major": 2, "version_minor": 0, "state": {"a": beam, "b": bars, "c": few, "d": other}}
+    before = copy.deepcopy(state)
+    shown = slides.slide_state(state)
+    assert state == before, "the notebook's widget state was changed"
+    got = {k: m["state"] for k, m in shown["state"].items()}
+    assert got["a"]["show_pruned"] is False and got["a"]["step"] == 7
+    assert got["b"]["top_k"] == 12 and got["c"]["top_k"] == 5
+    assert got["d"] == other["state"]
+    assert slides.slide_state(None) is None
+    del state["state"]["b"]["state"]["top_k"]
+    with pytest.raises(ValueError, match="SLIDE_VIEW sets 'top_k'.*scripts/slides.py"):
+        slides.slide_state(state)
+
+
 def test_a_lead_that_opens_a_sentence_keeps_what_it_introduces():
     # chapter 4: "SLP's example sentence is" and the sentence, a quote, on the slide (not only in the notes)
     _, lead, shown, notes = slides.markdown_blocks(

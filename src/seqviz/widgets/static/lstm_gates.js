@@ -217,7 +217,9 @@ function render({ model, el }) {
     const fit = Math.min(28, Math.floor((width - AXIS_W - 4) / s.T));
     const scroll = fit < LABEL_CELL_PX - 2;
     cw = scroll ? LABEL_CELL_PX : Math.max(1, fit);
-    ch = Math.max(2, Math.min(14, Math.floor(UNITS_PX / s.U)));
+    // the units axis is UNITS_PX high, or less where the page asks (a slide deck sets --sv-lstm-units-px)
+    const unitsPx = parseFloat(getComputedStyle(root).getPropertyValue("--sv-lstm-units-px")) || UNITS_PX;
+    ch = Math.max(unitsPx < UNITS_PX ? 1 : 2, Math.min(14, Math.floor(unitsPx / s.U)));
     font = labelFont(cw);
     const next = scroll ? scroller(`${s.T} time steps, scrolls sideways; it follows the time step`, "sv-lstm-scroll")
       : h("div", "sv-lstm-area");

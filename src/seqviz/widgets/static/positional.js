@@ -108,11 +108,14 @@ function render({ model, el }) {
   curveCanvas.setAttribute("role", "img");
   root.append(title, controls, note, panels, pair, readout, summary);
 
-  let P = null, S = null, d = 0, n = 0, smin = 0, smax = 0, side = SIDE_MAX, plotW = PLOT_W_MAX;
+  let P = null, S = null, d = 0, n = 0, smin = 0, smax = 0, side = SIDE_MAX, plotW = PLOT_W_MAX, plotH = PLOT_H;
   let encCursor = null, simCursor = null;
   const fitPanels = (w) => {
-    side = Math.max(120, Math.min(SIDE_MAX, w - 4));
-    plotW = Math.max(160, Math.min(PLOT_W_MAX, w - 4));
+    // at most SIDE_MAX, PLOT_W_MAX x PLOT_H, or less where the page asks (a slide deck sets --sv-pos-side etc.)
+    const css = getComputedStyle(root), ask = (name, px) => parseFloat(css.getPropertyValue(name)) || px;
+    side = Math.max(120, Math.min(ask("--sv-pos-side", SIDE_MAX), w - 4));
+    plotW = Math.max(160, Math.min(ask("--sv-pos-plot-w", PLOT_W_MAX), w - 4));
+    plotH = Math.max(120, ask("--sv-pos-plot-h", PLOT_H));
     for (const p of [p1, p3]) p.style.maxWidth = `${side}px`;
     p2.style.maxWidth = `${plotW}px`;
   };
@@ -181,7 +184,7 @@ function render({ model, el }) {
   }
 
   function drawCurves() {
-    const PLOT_W = plotW;
+    const PLOT_W = plotW, PLOT_H = plotH;
     curveCanvas.width = PLOT_W; curveCanvas.height = PLOT_H;
     const ctx = curveCanvas.getContext("2d");
     const L = 34, R = 8, T = 8, B = 24;
