@@ -34,8 +34,9 @@ class Mistake:
     signature), and the check's AssertionError message must hold ``says``. ``name`` is an identifier (the hidden
     test of an assignment is called ``test_<name>``); ``what`` says the mistake in a few words. ``named``: whether
     the check names this mistake (its message is about it alone); a mistake the check only reports in general terms
-    ("differs from the package's", "raised", "should be a tensor", named=False) gets no hidden test of its own, since that test
-    would fire for other mistakes too; the question's public check still fails it."""
+    ("differs from the package's", "raised", "should be a tensor") gets no hidden test of its own, since that test
+    would fire for other mistakes too, and neither does a second form of a named mistake (the same in float32): the
+    question's public check still fails them."""
 
     check: str
     name: str
@@ -183,7 +184,7 @@ _mha_mistakes = [
     _m(_MHA, "not_a_tensor", "a string returned", lambda X, *a: "Y", "should be a tensor", named=False),
     _m(_MHA, "raises", "an AttributeError", lambda X, *a: X.foo(), "raised AttributeError", named=False),
     _m(_MHA, "no_W_O_float32", "W^O left out, in float32", lambda *a: _mha(*_float32(*a), use_W_O=False),
-       "W^O is missing"),
+       "W^O is missing", named=False),                                  # no_W_O's hidden test tells it
     _m(_MHA, "near_miss_float32", "off by 1e-4 in float32", lambda *a: _mha(*_float32(*a)) + 1e-4,
        "differs from the package's by up to 0.0001", named=False),
 ]
@@ -238,7 +239,8 @@ _block_mistakes = [
     _m(_BLOCK, "mean_over_time", "the positions averaged", lambda x, b: _block(x, b).mean(1), "shape"),
     _m(_BLOCK, "one_percent_off", "a result 1% off", lambda x, b: _block(x, b) * 1.01, "differs from the package's", named=False),
     _m(_BLOCK, "no_attention_residual_float32", "no residual around self-attention, in float32",
-       lambda x, b: _block_float32(x, b, residual=(False, True)), "around self-attention is missing"),
+       lambda x, b: _block_float32(x, b, residual=(False, True)), "around self-attention is missing",
+       named=False),                                                    # no_attention_residual's hidden test tells it
 ]
 
 
