@@ -10,7 +10,7 @@ chapter (nothing is listed by hand: a chapter that gains one gains a question). 
 - ``_build/assignments/NN_name/student/NN_name.ipynb``: the student notebook. Each question is the exercise's
   statement (its item of the chapter's Exercises list), the stub as the chapter has it, and ``grader.check(...)``
   for the public test, which is the chapter's own check. No solutions.
-- ``_build/assignments/NN_name/autograder/NN_name-autograder_<time>.zip`` (copied to ``autograder.zip`` beside it):
+- ``_build/assignments/NN_name/autograder.zip`` (otter's ``autograder/NN_name-autograder_<time>.zip``, moved):
   for Gradescope, or locally ``otter run -a autograder.zip submission.ipynb``. Each question is worth 1 point, all
   or nothing: its public test, and one hidden test per mistake of the check's known wrong answers
   (:mod:`seqviz.exercises.mistakes`, the list the unit tests read too) that the check names, called after it
@@ -392,7 +392,10 @@ def build(chapter: Path, out: Path = OUT, wheel_file: Path | None = None) -> Bui
     zips = sorted((dest / "autograder").glob(f"{chapter.stem}-autograder_*.zip"))
     if not zips:
         raise SystemExit(f"assignments: otter assign made no autograder zip for {chapter.name}:\n{said.getvalue()}")
-    shutil.copy2(zips[-1], dest / "autograder.zip")
+    shutil.move(zips[-1], dest / "autograder.zip")
+    if wheel_file is not None:                           # it is in the zip; 14 MB a copy otherwise
+        for copied in (src / wheel_file.name, dest / "autograder" / wheel_file.name):
+            copied.unlink(missing_ok=True)
     return Built(chapter.stem, tuple(exercises), dest / "student" / master.name, dest / "autograder" / master.name,
                  dest / "autograder.zip")
 
