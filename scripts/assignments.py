@@ -20,8 +20,8 @@ chapter (nothing is listed by hand: a chapter that gains one gains a question). 
 
 The book for the weeks an assignment is open (``--student-book``, `make book-student`): a copy of the book's sources
 in ``_build/student/src`` whose notebooks have no solution cells (``# Solution N`` code cells) and no answers
-(markdown cells that open with a ``{dropdown} Answer``; :func:`student_notebook`), built by Jupyter Book into
-``_build/student/html``.
+(markdown cells that open with a ``{dropdown}``, scripts/hide_solutions.py's rule; :func:`student_notebook`), built
+by Jupyter Book into ``_build/student/html``.
 
     python scripts/assignments.py                 # every chapter's assignment into _build/assignments/
     python scripts/assignments.py --wheel         # ... with the seqviz wheel inside each autograder zip
@@ -49,7 +49,6 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "assignments"
 STUDENT = ROOT / "_build" / "student"
 SOLUTION = re.compile(r"^\s*#\s*Solution\s+(\d+)\b")
-ANSWER = re.compile(r"^\s*(`{3,}|:{3,})\{dropdown\}\s*Answer\b")
 POINTS = 1  # per question, all or nothing
 
 
@@ -204,7 +203,8 @@ def free_names(*sources: str) -> set[str]:
 def setup_imports(path: Path, exercises: list[Exercise]) -> list[str]:
     """The import lines every exercise of the chapter needs, in the chapter's words (the checks included)."""
     imports = chapter_imports(path)
-    need = free_names(*(e.stub for e in exercises), *(_solution_body(e) for e in exercises)) | {e.check for e in exercises}
+    need = free_names(*(e.stub for e in exercises), *(_solution_body(e) for e in exercises))
+    need |= {e.check for e in exercises}
     missing = sorted(n for n in need if n not in imports)
     if missing:
         raise AssignmentError(f"{path.name}: the exercises use {', '.join(missing)}, which no top-level import of the "
@@ -457,9 +457,13 @@ def grade(tests: dict, env: dict) -> dict[str, float]:
 
 # ---- the book without solutions ----------------------------------------------------------------------------------
 def is_solution(cell: dict) -> bool:
-    """A solution cell (code, ``# Solution N``) or an answer (markdown opening with a ``{dropdown} Answer``)."""
+    """A solution cell (code, ``# Solution N``) or an answer (markdown opening with a ``{dropdown}``, as
+    scripts/hide_solutions.py reads one)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from hide_solutions import DROPDOWN
+
     src = _source(cell)
-    return bool(SOLUTION.match(src)) if cell["cell_type"] == "code" else bool(ANSWER.match(src))
+    return bool(SOLUTION.match(src)) if cell["cell_type"] == "code" else bool(DROPDOWN.match(src))
 
 
 def solution_lines(e: Exercise) -> list[str]:
