@@ -35,7 +35,8 @@
    rows (the head repeated) or items. In the browser, a slide without a widget that is still taller or wider than
    its box is scaled down (no further than MIN_SCALE); a wide printed line first gets a smaller font, then wraps.
    A widget's slide never scrolls: the widget shows a slide-sized view (SLIDE_VIEW: traits set in the deck's copy of
-   its state; CSS below for the LSTM heatmap's height and the positional panels' size), scaled down to fit if need
+   its state; CSS below for the LSTM heatmap's height, the positional panels' size, the attention heatmap's cells and
+   the attention steps' rows), scaled down to fit if need
    be, but no further than keeps its smallest text at WIDGET_TEXT_PX on a PROJECTOR-sized window.
 
 The decks are one flat sequence of slides (ArrowRight and Space walk them all, in order; reveal's navigation is
@@ -851,9 +852,12 @@ CSS = """
 .reveal .sv-widget { flex: none; overflow: visible; }
 .reveal .sv-widget .seqviz { margin: 0; }
 /* widgets in their slide view (rule 5): the LSTM's heatmap a pixel a unit, the positional panels smaller (the three
-   side by side), the beam tree's table (the beam at the step shown, best first) for screen readers only: the tree,
-   its read-out line and the speaker say it; no "save the figure" bar (the book's pages have it) */
-.reveal { --sv-lstm-units-px: 128; --sv-pos-side: 150; --sv-pos-plot-w: 300; --sv-pos-plot-h: 150; }
+   side by side), the attention heatmap's cells at most 20 px (its labels stay 13 px), the attention steps' rows the 6
+   keys the query weights most and a row for the rest (every key in its screen-reader table), the beam tree's table
+   (the beam at the step shown, best first) for screen readers only: the tree, its read-out line and the speaker say
+   it; no "save the figure" bar (the book's pages have it) */
+.reveal { --sv-lstm-units-px: 128; --sv-pos-side: 150; --sv-pos-plot-w: 300; --sv-pos-plot-h: 150;
+  --sv-slide-cell: 20px; --sv-steps-keys: 6; }
 .reveal .sv-beam .sv-beam-table { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
   clip-path: inset(50%); white-space: nowrap; }
 .reveal .seqviz .sv-save { display: none; }

@@ -708,6 +708,54 @@ def test_attention_steps_of_the_seed_example_and_what_a_click_redraws(tools):
     assert lm.locator(".sv-readout").text_content().startswith(f"k_1[2] = {S['k'][l, h, 1, 2]:.3f}")
 
 
+
+# what the slide decks set (scripts/slides.py's CSS) for a slide-sized view
+SLIDE_VARS = "article.bd-article { --sv-steps-keys: 6; --sv-slide-cell: 20px; }"
+
+
+def test_slide_view_of_attention_steps_and_heatmap(shown):
+    """Before (issue 39, item 3): on deck 07 the attention steps drew a row per key, 40 rows, and the slide was 910 px
+    tall in a 450 px deck; on deck 05 the German-English heatmaps' cells grew to 32 px (533 and 486 px). Where the page
+    sets the slide variables, the steps show the 6 keys the query weights most (in key order) and a row for the rest,
+    every key stays in the screen-reader table, and the heatmap's cells are at most 20 px; without them (the book) a
+    row per key and 32 px cells."""
+    from seqviz.widgets import AttentionHeatmap
+
+    made = widgets()
+    small = AttentionHeatmap(np.full((6, 9), 1 / 9), made["heatmap-copy"].key_tokens[:6],
+                             made["heatmap-copy"].key_tokens[:9])
+    page = shown([])
+    show_gallery(page, {"steps": made["steps-chars"], "heat": small})
+    book = page.locator(".sv-steps").first
+    assert not book.get_attribute("data-compact") and book.locator(".sv-steps-key").count() == 40
+    assert page.locator(".sv-att").first.get_attribute("data-cell") == "32"
+    weights = shown_steps(book)[2]
+    top = sorted(np.argsort(-weights, kind="stable")[:6].tolist())
+    page.add_style_tag(content=SLIDE_VARS)
+    show_gallery(page, {"steps": made["steps-chars"], "heat": small})
+    root = page.locator(".sv-steps").first
+    assert root.get_attribute("data-compact") == "6" and root.get_attribute("data-query") == "29"
+    assert [int(t) for t in root.locator(".sv-steps-j").all_text_contents()] == top
+    np.testing.assert_allclose(shown_steps(root)[2], weights[top], rtol=0, atol=1e-12)
+    tokens = made["steps-chars"].key_tokens
+    assert root.locator(".sv-steps-key").all_text_contents() == [tokens[j].replace(" ", "\u2423") for j in top]
+    rest = np.delete(weights, top)
+    assert root.locator(".sv-steps-more").text_content() == (
+        f"\u2026 34 more keys: \u03b1 \u2264 {rest.max():.4f} each, {rest.sum():.4f} together, 10 masked")
+    assert root.locator(".sv-steps-wsum").text_content() == "1.0000"          # the sum is over every key
+    table = root.locator(".sv-steps-all tr")                                  # every key, for screen readers
+    assert table.count() == 41 and table.nth(1 + 39).locator("td").nth(1).text_content() == tokens[39]
+    assert table.nth(1 + top[0]).locator("td").nth(4).text_content() == f"{weights[top[0]]:.4f}"
+    # a row's cursor reads its key, and the keys follow the query
+    k = root.locator("canvas.sv-steps-k")
+    box = k.bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 0.5 * box["height"] / 6)
+    assert root.locator(".sv-readout").text_content().startswith(f"k_{top[0]}[0] = ")
+    root.locator(".sv-steps-qtok").nth(3).click()
+    assert [int(t) for t in root.locator(".sv-steps-j").all_text_contents()] == [0, 1, 2, 3, 4, 5]
+    assert root.locator(".sv-steps-more").text_content().endswith("0.0000 together, all masked")
+    assert page.locator(".sv-att").first.get_attribute("data-cell") == "20"
+
 # ----------------------------------------------------- issue 24 widgets: Python -> browser updates, XSS ------------
 
 

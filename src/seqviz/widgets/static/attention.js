@@ -11,6 +11,8 @@
 // The heatmap fits its container: cells as large as the width allows (at most 32 px); where that leaves no room for
 // labels of at least MIN_LABEL_PX, the matrix keeps 14 px cells and scrolls sideways in a box the keyboard can
 // reach; a matrix too large even for that fits the width without labels (the cursor's read-out names each cell).
+// A page may cap the cells smaller: a slide deck sets --sv-slide-cell (px), so a heatmap fits a slide's height; the
+// book's pages set nothing and keep MAX_CELL.
 
 const MASKED = [0xbd, 0xbd, 0xbd];
 const MAX_CELL = 32;
@@ -179,20 +181,26 @@ function labelRoom(root, s, px) {
 // room of the row labels (qw) and of the column labels (keyH). A label is never cut: the row column is as wide as its
 // widest label; where that would leave the cells less than 40 % of the width, the row labels scroll sideways with
 // the matrix (rowsInside). Column labels are cut only beyond MAX_KEY_PX (the read-out names every cell).
+function maxCell(root) {
+  const px = parseFloat(getComputedStyle(root).getPropertyValue("--sv-slide-cell"));
+  return px >= LABEL_CELL_PX ? Math.min(MAX_CELL, px) : MAX_CELL;
+}
+
 function fitSingle(root, s, W) {
-  let room = labelRoom(root, s, labelFont(MAX_CELL));
+  const maxCs = maxCell(root);
+  let room = labelRoom(root, s, labelFont(maxCs));
   const cap = Math.floor(W * 0.6);
-  const fit = Math.min(MAX_CELL, Math.floor((W - room.qw - 4) / s.Tk));
+  const fit = Math.min(maxCs, Math.floor((W - room.qw - 4) / s.Tk));
   const keyH = (r) => Math.min(MAX_KEY_PX, r.keyH);
   if (room.qw <= cap && fit >= LABEL_CELL_PX - 2) {
-    if (labelFont(fit) < labelFont(MAX_CELL)) room = labelRoom(root, s, labelFont(fit));
+    if (labelFont(fit) < labelFont(maxCs)) room = labelRoom(root, s, labelFont(fit));
     return { cs: fit, labels: true, scroll: false, qw: room.qw, keyH: keyH(room), rowsInside: false };
   }
   if (s.Tk * LABEL_CELL_PX <= MAX_SCROLL_PX) {
     room = labelRoom(root, s, labelFont(LABEL_CELL_PX));
     return { cs: LABEL_CELL_PX, labels: true, scroll: true, qw: room.qw, keyH: keyH(room), rowsInside: room.qw > cap };
   }
-  return { cs: Math.max(1, Math.min(MAX_CELL, Math.floor((W - 4) / s.Tk))), labels: false, scroll: false, qw: 0,
+  return { cs: Math.max(1, Math.min(maxCs, Math.floor((W - 4) / s.Tk))), labels: false, scroll: false, qw: 0,
     keyH: 0, rowsInside: false };
 }
 

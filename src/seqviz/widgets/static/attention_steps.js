@@ -11,10 +11,33 @@
 // Every number shown is computed here from q, k, v (attendOne), as SLP (9.30)-(9.39) write it.
 // The grid fits its container: the four vector columns share what the number columns leave (at most 150 px each);
 // where that is under 40 px, the grid keeps 60 px vectors and scrolls sideways in a box the keyboard can reach.
+// A page may ask for fewer rows: a slide deck sets --sv-steps-keys (n), and a query with more keys than n shows the
+// n keys it weights most (in key order), then one row that sums up the rest ("… 32 more keys"); the Σ row still sums
+// every key, and a table only screen readers see lists every key's numbers. The book's pages set nothing: a row
+// per key.
 
 const ROW_PX = 18; // one key per row
 const STRIP_MAX = 150, STRIP_MIN = 40, STRIP_SCROLL = 60; // width of one vector column
 const SMALL_D = 8; // vectors this short are also printed as numbers
+
+// The most key rows the page asks for (--sv-steps-keys), or 0: a row for every key.
+function keysWanted(root) {
+  const n = parseInt(getComputedStyle(root).getPropertyValue("--sv-steps-keys"), 10);
+  return n >= 1 ? n : 0;
+}
+
+// The keys a compact view shows: the n with the largest weights (ties: the earlier key), in key order.
+export function topKeys(weights, Tk, n) {
+  const order = Array.from({ length: Tk }, (_, j) => j).sort((a, b) => weights[b] - weights[a] || a - b);
+  return order.slice(0, n).sort((a, b) => a - b);
+}
+
+// The rows `keys` of a rows x cols row-major matrix `a` (from offset), as one matrix.
+function rowsOf(a, offset, keys, cols) {
+  const out = new Float64Array(keys.length * cols);
+  keys.forEach((j, r) => out.set(a.subarray(offset + j * cols, offset + (j + 1) * cols), r * cols));
+  return out;
+}
 
 function readFloats(v, dtype) {
   const b = bytesOf(v);
@@ -113,7 +136,8 @@ function render({ model, el }) {
   const legendBox = h("div", "sv-legend-wrap");
   const summary = srOnly("div", "sv-summary");
   summary.setAttribute("aria-live", "polite");
-  root.append(title, controls, queries, qLine, gridBox, outLine, readout, legendBox, summary);
+  const allKeys = srOnly("div", "sv-steps-all"); // the compact view's text alternative: every key's numbers
+  root.append(title, controls, queries, qLine, gridBox, outLine, readout, legendBox, summary, allKeys);
   // live: q, k, v of every layer and head over the reader's text (what AttentionSteps.set_data sets)
   const live = liveHost(model, root, title, {
     page: async (_, m, text) => {
@@ -138,6 +162,7 @@ function render({ model, el }) {
   causal.addEventListener("change", () => save(model, "causal", causal.checked));
 
   let S = null, V = null, R = null, cur = null; // state; the view's elements; the last result; its selection
+  let shown = null; // compact view: the keys the rows show (row r is key shown[r]); null: a row per key
   let width = widthOf(root), base = 0;
   const ix = (i) => i + base; // a position or subscript as the reader counts
 
@@ -160,6 +185,12 @@ function render({ model, el }) {
 
   // The grid: a header, one row per key j, a sum row. The vector columns are canvases spanning every key row.
   function build() {
+    const want = keysWanted(root);
+    const nRows = want && S.Tk > want ? want : S.Tk; // key rows; compact, one more row sums up the others
+    const compact = nRows < S.Tk;
+    shown = compact ? [] : null;
+    const key = (r) => (shown ? shown[r] : r);
+    root.dataset.compact = compact ? String(nRows) : "";
     const keyW = Math.min(130, textWidth(S.kt.map(visible), 13, true) + 8);
     const fixed = textWidth([String(ix(S.Tk - 1))], 13) + keyW + 70 + 100 + 130 + 8 * 10 + 4;
     let strip = Math.min(STRIP_MAX, Math.floor((width - fixed) / 4));
@@ -174,7 +205,8 @@ function render({ model, el }) {
     gridBox = box;
     root.dataset.scroll = String(scroll);
     grid.replaceChildren();
-    grid.style.gridTemplateRows = `auto repeat(${S.Tk}, ${ROW_PX}px) auto`;
+    grid.style.gridTemplateRows = `auto repeat(${nRows}, ${ROW_PX}px)${compact ? " auto" : ""} auto`;
+    const footRow = nRows + 2 + (compact ? 1 : 0);
     const heads = ["j", "key", "k_j", "q_i \u2299 k_j", "q_i \u00b7 k_j (9.35)", `\u00f7 \u221a${S.dk} (9.37)`,
       "\u03b1_ij = softmax (9.31)\u2013(9.32)", "v_j", "\u03b1_ij v_j"];
     heads.forEach((t, c) => {
@@ -191,12 +223,12 @@ function render({ model, el }) {
       grid.appendChild(c);
       return c;
     };
-    const kC = canvas("sv-steps-k", 3, S.Tk, S.dk * cwK);
-    const pC = canvas("sv-steps-prod", 4, S.Tk, S.dk * cwK);
-    const vC = canvas("sv-steps-v", 8, S.Tk, S.dv * cwV);
-    const wC = canvas("sv-steps-weighted", 9, S.Tk, S.dv * cwV);
+    const kC = canvas("sv-steps-k", 3, nRows, S.dk * cwK);
+    const pC = canvas("sv-steps-prod", 4, nRows, S.dk * cwK);
+    const vC = canvas("sv-steps-v", 8, nRows, S.dv * cwV);
+    const wC = canvas("sv-steps-weighted", 9, nRows, S.dv * cwV);
     const rows = [];
-    for (let j = 0; j < S.Tk; j++) {
+    for (let j = 0; j < nRows; j++) {
       const cell = (cls, col, text) => {
         const e = h("div", `sv-steps-cell ${cls}`, text);
         e.style.gridColumn = String(col);
@@ -204,21 +236,29 @@ function render({ model, el }) {
         grid.appendChild(e);
         return e;
       };
-      const tok = cell("sv-steps-key sv-tok", 2, visible(S.kt[j]));
-      tok.title = S.kt[j];
+      const tok = cell("sv-steps-key sv-tok", 2, compact ? "" : visible(S.kt[j]));
+      if (!compact) tok.title = S.kt[j];
       tok.style.maxWidth = `${keyW}px`;
       const bar = h("div", "sv-steps-bar");
       bar.setAttribute("aria-hidden", "true");
       const wNum = h("span", "sv-steps-wnum");
       const w = cell("sv-steps-weight", 7);
       w.append(bar, wNum);
-      rows.push({ idx: cell("sv-steps-j", 1, String(ix(j))), tok, dot: cell("sv-steps-dot", 5),
+      rows.push({ idx: cell("sv-steps-j", 1, compact ? "" : String(ix(j))), tok, dot: cell("sv-steps-dot", 5),
         scaled: cell("sv-steps-scaled", 6), w, bar, wNum });
+    }
+    let more = null;
+    if (compact) { // the keys not shown, in one row
+      more = h("div", "sv-steps-cell sv-steps-more");
+      more.style.whiteSpace = "normal";
+      more.style.gridColumn = "1 / -1";
+      more.style.gridRow = String(nRows + 2);
+      grid.appendChild(more);
     }
     const foot = (cls, col, text) => {
       const e = h("div", `sv-steps-foot ${cls}`, text);
       e.style.gridColumn = String(col);
-      e.style.gridRow = String(S.Tk + 2);
+      e.style.gridRow = String(footRow);
       grid.appendChild(e);
       return e;
     };
@@ -226,36 +266,37 @@ function render({ model, el }) {
     const wSum = foot("sv-steps-wsum", 7, "");
     const yC = h("canvas", "sv-steps-mat sv-steps-y");
     yC.style.gridColumn = "9";
-    yC.style.gridRow = String(S.Tk + 2);
+    yC.style.gridRow = String(footRow);
     grid.appendChild(yC);
     foot("sv-steps-ylabel", 8, "y_i =");
     const qC = h("canvas", "sv-steps-mat sv-steps-q");
-    V = { cwK, cwV, kC, pC, vC, wC, yC, qC, rows, wSum };
+    V = { cwK, cwV, kC, pC, vC, wC, yC, qC, rows, wSum, more, nRows };
     // the read-out of a vector column's cell, by mouse or keyboard
     const qOff = () => ((cur.l * S.H + cur.hd) * S.Tq + cur.i) * S.dk;
     const kOff = () => (cur.l * S.H + cur.hd) * S.Tk * S.dk;
     const vOff = () => (cur.l * S.H + cur.hd) * S.Tk * S.dv;
     const qi = () => ix(cur.i);
-    const readable = (c, nRows, dims, cw, what, fn) => cellCursor(c, {
-      rows: () => nRows, cols: () => dims,
-      cellAt: (ev) => cellUnder(ev, c, cw, ROW_PX, nRows, dims),
+    // a key row's cursor reads key key(r) (compact: the row's key; else row r is key r)
+    const readable = (c, n, dims, cw, what, fn, byKey = true) => cellCursor(c, {
+      rows: () => n, cols: () => dims,
+      cellAt: (ev) => cellUnder(ev, c, cw, ROW_PX, n, dims),
       label: `${what}: arrow keys read each number`,
-      show: (j, x) => { readout.textContent = j === null ? "\u00a0" : fn(j, x); },
+      show: (r, x) => { readout.textContent = r === null ? "\u00a0" : fn(byKey ? key(r) : r, x); },
     });
-    readable(kC, S.Tk, S.dk, cwK, "the keys k_j, one row per key",
+    readable(kC, nRows, S.dk, cwK, "the keys k_j, one row per key",
       (j, d) => `k_${ix(j)}[${d}] = ${num(S.k[kOff() + j * S.dk + d])} (key \u201c${S.kt[j]}\u201d)`);
-    readable(pC, S.Tk, S.dk, cwK, "the products q_i \u2299 k_j, one row per key",
+    readable(pC, nRows, S.dk, cwK, "the products q_i \u2299 k_j, one row per key",
       (j, d) => `q_${qi()}[${d}] \u00d7 k_${ix(j)}[${d}] = ${num(S.q[qOff() + d])} \u00d7 ` +
         `${num(S.k[kOff() + j * S.dk + d])} = ${num(R.products[j * S.dk + d])}; the ${S.dk} products sum to ` +
         `q_${qi()} \u00b7 k_${ix(j)} = ${num(R.dots[j])}`);
-    readable(vC, S.Tk, S.dv, cwV, "the values v_j, one row per key",
+    readable(vC, nRows, S.dv, cwV, "the values v_j, one row per key",
       (j, c) => `v_${ix(j)}[${c}] = ${num(S.v[vOff() + j * S.dv + c])}`);
-    readable(wC, S.Tk, S.dv, cwV, "the weighted values \u03b1_ij v_j, one row per key",
+    readable(wC, nRows, S.dv, cwV, "the weighted values \u03b1_ij v_j, one row per key",
       (j, c) => `\u03b1_${qi()},${ix(j)} v_${ix(j)}[${c}] = ${R.weights[j].toFixed(4)} \u00d7 ` +
         `${num(S.v[vOff() + j * S.dv + c])} = ${num(R.weighted[j * S.dv + c])}`);
     readable(yC, 1, S.dv, cwV, "the output y_i",
-      (_, c) => `y_${qi()}[${c}] = \u03a3_j \u03b1_${qi()}j v_j[${c}] = ${num(R.output[c])}`);
-    readable(qC, 1, S.dk, cwK, "the query q_i", (_, d) => `q_${qi()}[${d}] = ${num(S.q[qOff() + d])}`);
+      (_, c) => `y_${qi()}[${c}] = \u03a3_j \u03b1_${qi()}j v_j[${c}] = ${num(R.output[c])}`, false);
+    readable(qC, 1, S.dk, cwK, "the query q_i", (_, d) => `q_${qi()}[${d}] = ${num(S.q[qOff() + d])}`, false);
     // the query line, the output line and the legends are built once per shape; a redraw only edits their text
     const qName = h("span", "sv-steps-qname");
     const qTok = h("span", "sv-tok-inline");
@@ -317,20 +358,34 @@ function render({ model, el }) {
     const mQ = maxAbs(S.q, (l * S.H + hd) * S.Tq * S.dk, (l * S.H + hd + 1) * S.Tq * S.dk), mK = maxAbs(K, 0, K.length);
     const mV = maxAbs(Vv, 0, Vv.length);
     const masked = (j) => j > last;
-    if (lastHead !== `${l}:${hd}`) {
-      paintMatrix(V.kC, K, 0, S.Tk, S.dk, V.cwK, mK);
-      paintMatrix(V.vC, Vv, 0, S.Tk, S.dv, V.cwV, mV);
+    const n = V.nRows;
+    // compact: the rows show the keys weighted most, so they (and the k and v they paint) follow the query
+    const was = shown && shown.join(",");
+    if (shown) shown = topKeys(R.weights, S.Tk, n);
+    const key = (r) => (shown ? shown[r] : r);
+    const rowsMat = (a, cols) => (shown ? rowsOf(a, 0, shown, cols) : a);
+    if (lastHead !== `${l}:${hd}` || (shown && shown.join(",") !== was)) {
+      paintMatrix(V.kC, rowsMat(K, S.dk), 0, n, S.dk, V.cwK, mK);
+      paintMatrix(V.vC, rowsMat(Vv, S.dv), 0, n, S.dv, V.cwV, mV);
       lastHead = `${l}:${hd}`;
     }
     const mP = maxAbs(R.products, 0, R.products.length);
-    paintMatrix(V.pC, R.products, 0, S.Tk, S.dk, V.cwK, mP, masked);
-    paintMatrix(V.wC, R.weighted, 0, S.Tk, S.dv, V.cwV, mV, masked);
+    const fadedRow = (r) => masked(key(r));
+    paintMatrix(V.pC, rowsMat(R.products, S.dk), 0, n, S.dk, V.cwK, mP, fadedRow);
+    paintMatrix(V.wC, rowsMat(R.weighted, S.dv), 0, n, S.dv, V.cwV, mV, fadedRow);
     paintMatrix(V.yC, R.output, 0, 1, S.dv, V.cwV, mV);
     paintMatrix(V.qC, q, 0, 1, S.dk, V.cwK, mQ);
     let wMax = 0, best = 0;
     for (let j = 0; j <= last; j++) { if (R.weights[j] > wMax) { wMax = R.weights[j]; best = j; } }
     let total = 0;
-    V.rows.forEach((r, j) => {
+    for (let j = 0; j < S.Tk; j++) total += R.weights[j];
+    V.rows.forEach((r, row) => {
+      const j = key(row);
+      if (shown) {
+        put(r.idx, String(ix(j)));
+        put(r.tok, visible(S.kt[j]));
+        if (r.tok.title !== S.kt[j]) r.tok.title = S.kt[j];
+      }
       const m = masked(j);
       if (r.masked !== m) {
         for (const e of [r.idx, r.tok, r.dot, r.scaled, r.w]) e.classList.toggle("sv-masked", m);
@@ -343,8 +398,21 @@ function render({ model, el }) {
       const width = `${(60 * R.weights[j]) / (wMax || 1)}px`;
       if (r.bar.style.width !== width) r.bar.style.width = width;
       if (r.hl !== (j === S.pos[i])) { r.hl = j === S.pos[i]; r.tok.classList.toggle("sv-hl", r.hl); }
-      total += R.weights[j];
     });
+    if (shown) { // the keys left out: how many, their largest weight and their sum; every key in the table
+      const rest = S.Tk - n, restOf = new Set(shown);
+      let restSum = 0, restMax = 0, restMasked = 0;
+      for (let j = 0; j < S.Tk; j++) {
+        if (restOf.has(j)) continue;
+        restSum += R.weights[j];
+        restMax = Math.max(restMax, R.weights[j]);
+        restMasked += masked(j);
+      }
+      const maskedText = restMasked ? `, ${restMasked === rest ? "all" : restMasked} masked` : "";
+      put(V.more, `\u2026 ${rest} more keys: \u03b1 \u2264 ${restMax.toFixed(4)} each, ` +
+        `${restSum.toFixed(4)} together${maskedText}`);
+      allKeysTable(i, last);
+    } else if (allKeys.firstChild) allKeys.replaceChildren();
     put(V.wSum, total.toFixed(4), String(total));
     V.qHead.data = `q_${ix(i)} of \u201c`;
     put(V.qTok, visible(S.qt[i]));
@@ -363,6 +431,25 @@ function render({ model, el }) {
     root.dataset.layer = String(l);
     root.dataset.head = String(hd);
     root.dataset.causal = String(cur.causal);
+  }
+
+  // The compact view's text alternative: for every key j, its token, q_i . k_j, the scaled score and alpha_ij.
+  function allKeysTable(i, last) {
+    const table = h("table");
+    table.appendChild(h("caption", "", `every key of query ${ix(i)} \u201c${S.qt[i]}\u201d (the rows above show ` +
+      `the ${V.nRows} it weights most)`));
+    const head = h("tr");
+    for (const t of ["j", "key", "q_i \u00b7 k_j", `\u00f7 \u221a${S.dk}`, "\u03b1_ij"]) {
+      head.appendChild(h("th", "", t));
+    }
+    table.appendChild(head);
+    for (let j = 0; j < S.Tk; j++) {
+      const m = j > last, tr = h("tr");
+      tr.append(h("td", "", String(ix(j))), h("td", "", S.kt[j]), h("td", "", num(R.dots[j])),
+        h("td", "", m ? "masked" : num(R.scaled[j])), h("td", "", m ? "0 (masked)" : R.weights[j].toFixed(4)));
+      table.appendChild(tr);
+    }
+    allKeys.replaceChildren(table);
   }
 
   function rebuild() {
