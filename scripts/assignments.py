@@ -400,8 +400,26 @@ def build(chapter: Path, out: Path = OUT, wheel_file: Path | None = None) -> Bui
                  dest / "autograder.zip")
 
 
+MARKER = ".seqviz-assignments"  # written into every folder build_all fills, so only such a folder is ever emptied
+
+
+def clear_out(out: Path) -> None:
+    """Empty ``out`` for a new build: a folder this script made (it holds MARKER), or a new or empty one. Any other
+    existing folder is refused, not deleted: ``--out .`` or ``--out ~`` must never remove a repository or a home."""
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise SystemExit(f"--out {out} is a file; give a folder for the assignments (default {OUT})")
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise SystemExit(f"--out {out} is a folder this script did not make (no {MARKER} in it), so it is not "
+                             f"emptied; give a new or empty folder, or the default {OUT}")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / MARKER).write_text("made by scripts/assignments.py; emptied by its next build\n", encoding="utf-8")
+
+
 def build_all(out: Path = OUT, with_wheel: bool = False) -> list[Built]:
-    shutil.rmtree(out, ignore_errors=True)
+    clear_out(out)
     wheel_file = wheel(out / "wheel") if with_wheel else None
     return [b for b in (build(ch, out, wheel_file) for ch in chapters()) if b is not None]
 
@@ -556,9 +574,9 @@ def main(argv: list[str] | None = None) -> int:
     for b in built:
         print(f"{b.chapter}: {len(b.exercises)} question(s) "
               f"({', '.join(f'{e.question}: {e.fn}' for e in b.exercises)})\n"
-              f"  student: {b.student.relative_to(ROOT)}\n  autograder: {b.autograder.relative_to(ROOT)}")
+              f"  student: {b.student.resolve()}\n  autograder: {b.autograder.resolve()}")
     print(f"{len(built)} assignment(s) in {time.time() - t:.0f} s; grade one locally with "
-          f"`otter run -a _build/assignments/CHAPTER/autograder.zip SUBMISSION.ipynb`")
+          f"`otter run -a {Path(args.out).resolve()}/CHAPTER/autograder.zip SUBMISSION.ipynb`")
     return 0
 
 

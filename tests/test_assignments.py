@@ -156,3 +156,21 @@ def test_the_student_book_holds_no_solutions(tmp_path):
         assert "colab.research.google.com" not in page.read_text(encoding="utf-8"), page    # launch buttons: the repo
         download = built / "_sources" / "notebooks" / f"{page.stem}.ipynb"                 # the page's .ipynb button
         assert not download.exists() or not _leaks(download.read_text(encoding="utf-8"), mine), download
+
+
+def test_a_build_never_empties_a_folder_it_did_not_make(tmp_path):
+    """`--out .` or `--out ~` must not delete a repository or a home: a non-empty folder without the script's marker
+    is refused and left as it was; a folder an earlier build made is emptied and refilled."""
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(SystemExit, match="did not make"):
+        A.clear_out(mine)
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    out = tmp_path / "assignments"
+    A.clear_out(out)
+    (out / "01_ngrams").mkdir()
+    A.clear_out(out)                                   # an earlier build's folder: emptied, marked again
+    assert sorted(p.name for p in out.iterdir()) == [A.MARKER]
+    with pytest.raises(SystemExit, match="is a file"):
+        A.clear_out(mine / "thesis.tex")
