@@ -37,6 +37,15 @@ def test_a_float64_window_answer_and_zero_entries_for_unseen_words_pass():
     assert check_continuation_prob(lambda c: {**{v: 0.0 for v, _ in c}, **student_continuation(c)})
 
 
+def test_numpy_and_tensor_scalars_are_numbers_judged_at_their_precision():
+    """A NumPy float32 or a 0-d tensor is a number (the check once said "np.float32(0.0909) ... should be a
+    number"), judged at float32's precision by the book's one rule (seqviz.exercises._base.close)."""
+    assert check_continuation_prob(lambda c: {w: np.float32(p) for w, p in student_continuation(c).items()})
+    assert check_continuation_prob(lambda c: {w: torch.tensor(p) for w, p in student_continuation(c).items()})
+    with pytest.raises(AssertionError, match="should be a number"):
+        check_continuation_prob(lambda c: {w: True for w in student_continuation(c)})
+
+
 @pytest.mark.parametrize("check, fn, says", [
     (check_continuation_prob, lambda c: [1.0], "should be a dict"),
     (check_continuation_prob, lambda c: {w: "x" for w in student_continuation(c)}, "should be a number"),

@@ -52,9 +52,11 @@ def test_a_malformed_quiz_says_what_is_wrong(args, says):
         Quiz(*args)
 
 
-def test_grading_a_choice_that_does_not_exist_is_an_error():
+@pytest.mark.parametrize("picked", [3, None, True, [True], "1", [0, "b"]])
+def test_grading_a_choice_that_does_not_exist_is_an_error(picked):
+    """A bool is not an index (True once graded as choice 1) and None is no pick (it raised a bare TypeError)."""
     with pytest.raises(ValueError, match="numbered 0 to 2"):
-        good().grade(3)
+        good().grade(picked)
 
 
 def test_print_shows_the_question_its_lettered_choices_and_the_answer_with_every_reason():

@@ -1,11 +1,15 @@
 """Chapter 1's exercise check: Kneser-Ney's continuation probability, the lowest order of (1.6)-(1.7)."""
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Mapping
 from typing import Callable
 
-from seqviz.exercises._base import call, check, verdict
+import numpy as np
+import torch
+
+from seqviz.exercises._base import call, check, close, verdict
 
 __all__ = ["check_continuation_prob", "continuation_prob"]
 
@@ -60,9 +64,28 @@ def _with_zeros(counts):                             # bigrams with count 0 coun
     return {w: n / len(counts) for w, n in before.items()}
 
 
-def _same(got: Mapping[str, float], want: Mapping[str, float]) -> bool:
-    keys = set(got) | set(want)
-    return all(abs(float(got.get(k, 0.0)) - want.get(k, 0.0)) <= 1e-9 for k in keys)
+def _number(p) -> bool:
+    """A real number: a Python or NumPy int/float, or a 0-d tensor (not a bool)."""
+    if isinstance(p, bool) or isinstance(p, np.bool_):
+        return False
+    if isinstance(p, torch.Tensor):
+        return p.ndim == 0 and (p.is_floating_point() or not p.dtype == torch.bool)
+    return isinstance(p, numbers.Real)
+
+
+def _same(got: Mapping[str, object], want: Mapping[str, float]) -> bool:
+    """Whether two {word: probability} tables agree, by the book's one rule on precision (``_base.close``) at the
+    precision of the reader's values (float32 values are judged as float32)."""
+    keys = sorted(set(got) | set(want))
+    g = torch.tensor([float(got.get(k, 0.0)) for k in keys], dtype=_dtype(got))
+    return close(g, torch.tensor([want.get(k, 0.0) for k in keys], dtype=torch.float64))
+
+
+def _dtype(got: Mapping[str, object]) -> torch.dtype:
+    """float32 when any of the reader's values is a float32 (or coarser) scalar, else float64 (Python floats)."""
+    low = any(isinstance(p, (np.float32, np.float16)) or (isinstance(p, torch.Tensor) and p.dtype in
+              (torch.float32, torch.float16, torch.bfloat16)) for p in got.values())
+    return torch.float32 if low else torch.float64
 
 
 @check
@@ -76,9 +99,10 @@ def check_continuation_prob(fn: Callable) -> bool:
             return verdict(False, err)
         if not isinstance(got, Mapping):
             return verdict(False, f"the result should be a dict {{word: probability}}, got {type(got).__name__}")
-        bad = [w for w, p in got.items() if not isinstance(p, (int, float)) or isinstance(p, bool)]
+        bad = [w for w, p in got.items() if not _number(p)]
         if bad:
-            return verdict(False, f"P_cont({bad[0]!r}) is {got[bad[0]]!r}; every value should be a number")
+            return verdict(False, f"P_cont({bad[0]!r}) is {got[bad[0]]!r}; every value should be a number (a float, "
+                                  f"a NumPy scalar or a 0-d tensor)")
         want = continuation_prob(counts)
         if _same(got, want):
             continue
@@ -94,7 +118,7 @@ def check_continuation_prob(fn: Callable) -> bool:
             return verdict(False, f"on {example} a bigram with count 0 counted as seen: a word v counts as a "
                                   f"context of w only if C(v w) > 0, and the same for the bigram types below")
         total = sum(float(p) for p in got.values())
-        if abs(total - 1.0) > 1e-9:
+        if not close(torch.tensor([total], dtype=_dtype(got)), torch.tensor([1.0], dtype=torch.float64)):
             return verdict(False, f"on {example} your probabilities sum to {total:.4g}, not 1: divide N1+(• w) by "
                                   f"N1+(• •), the number of distinct bigram types (not by the number of words)")
         w = max((w for w in set(got) | set(want)), key=lambda w: abs(float(got.get(w, 0.0)) - want.get(w, 0.0)))

@@ -92,8 +92,13 @@ class Quiz(Described, anywidget.AnyWidget):
     def grade(self, picked) -> bool:
         """Whether picking the choices at these indices (one int, or several) answers the question: the rule the
         browser applies, for tests and for a lecturer's own use."""
+        n = len(self.choices)
+        if picked is None or isinstance(picked, (str, bytes)) or not (isinstance(picked, int) or
+                                                                     hasattr(picked, "__iter__")):
+            raise ValueError(f"pick a choice by its index or a list of indices; choices are numbered 0 to {n - 1}, "
+                             f"got {picked!r}")
         picked = {picked} if isinstance(picked, int) else set(picked)
-        bad = [p for p in picked if not isinstance(p, int) or not 0 <= p < len(self.choices)]
+        bad = [p for p in picked if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < n]
         if bad:
             raise ValueError(f"choice {bad[0]!r} does not exist; choices are numbered 0 to {len(self.choices) - 1}")
         return picked == {i for i, c in enumerate(self.choices) if c["correct"]}
