@@ -131,11 +131,15 @@ chromium:
 
 # The unit and browser tests (one pytest run against the built book), and beside them every chapter and book page
 # run by nbval as a student on Colab runs it: from the installed wheel, in a temporary folder with no repository
-# (scripts/outside_repo.py). The two run side by side, one per core; the second's log is printed when both are done.
+# (scripts/outside_repo.py); the second's log is printed when both are done. The chapters are one long chain, so they
+# keep normal priority; pytest hands its test files out to one pytest-xdist worker per core at nice 5, filling what
+# the chain leaves and every core once it is done (whole files, so what a file makes once is made once; the files that
+# make something first: tests/conftest.py). --durations=25: each log lists the slowest tests.
 test: book chromium
 	@mkdir -p _build; rm -f _build/outside.log; \
 	 ( $(PY) scripts/outside_repo.py > _build/outside.log 2>&1; echo $$? > _build/outside.rc ) & \
-	 $(PY) -m pytest tests; tests=$$?; wait; outside=$$(cat _build/outside.rc); \
+	 nice -n 5 $(PY) -m pytest tests -n logical --dist loadfile --no-loadscope-reorder --durations=25; tests=$$?; wait; \
+	 outside=$$(cat _build/outside.rc); \
 	 echo "== the chapters from the installed wheel, outside the repository (scripts/outside_repo.py):"; \
 	 grep -v "^WARNING: Location" _build/outside.log; \
 	 echo "== pytest tests: exit $$tests; the chapters outside the repository: exit $$outside"; \
