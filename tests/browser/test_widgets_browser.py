@@ -588,10 +588,17 @@ def shown_score(root, n: int) -> str:
 
 
 def test_beam_tree_of_a_character_model(tools):
+    """The page's second beam tree, a character model's (joiner ""). Its model is the character beam whose steps the
+    view draws: the page holds more than one, keyed by random ids, so "the first" in the state changes run to run
+    (after a re-execution it was the 12-step one while the view drew 11)."""
     page = tools
-    mid, m = model_of(embedded_models(page), "BeamTree", joiner="")
-    B = beam_state(m)
     root = page.locator(".sv-beam").nth(1)
+    steps = root.get_attribute("data-step")
+    chars = [(mid, m) for mid, m in embedded_models(page).items() if m["kind"] == "BeamTree"
+             and m["state"].get("joiner") == "" and str(beam_state(m)["n_steps"]) == steps]
+    assert len(chars) == 1, f"{len(chars)} character-model beams of {steps} steps in the page's state"
+    mid, m = chars[0]
+    B = beam_state(m)
     assert root.get_attribute("data-step") == str(B["n_steps"])
     assert root.locator(".sv-beam-table tr:not(.sv-greedy-row) .sv-beam-hyp").all_text_contents() == \
         [B["text"](n) for n in beam_table(B, B["n_steps"], False, 1.0)]

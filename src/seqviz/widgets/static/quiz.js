@@ -96,6 +96,7 @@ function render({ model, el }) {
     });
   };
   draw();
+  noteFonts(root, []); // no labels drawn by script: the smallest text is the CSS's 12 px title (data-min-font, issue 33)
   return onChanges(model, { all: ["question", "choices", "multiple", "title"] }, draw);
 }
 
