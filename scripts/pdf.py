@@ -85,7 +85,6 @@ NOT_PRINTED = {"remove-cell", "remove-output", "hide-cell", "hide-output"}  # ta
 STY = ROOT / "book" / "latex" / "seqviz-print.sty"
 
 # ---- the print convention ---------------------------------------------------------------------------------------
-QUIZ_ID = "seqviz.widgets.quiz.Quiz"  # a check-your-understanding question prints as its text and answer
 HTML_ONLY = "html-only"  # tag of a markdown cell that print leaves out (interaction instructions)
 PRINT_KEY = "print"  # metadata.seqviz.print of a code cell: what its figure shows, printed under it
 INSTRUCTION = re.compile(r"\b(hover\w*|drag\w*|click\w*|mouse\w*|move the [^.;:]{0,40}?sliders?)\b", re.I)
@@ -504,7 +503,7 @@ class WidgetPrinter:
         return self.models.get(ref[len("IPY_MODEL_"):] if ref.startswith("IPY_MODEL_") else ref)
 
     def outputs(self, model_id: str) -> list[dict]:
-        from seqviz.widgets.saved import WIDGET_CLASSES, figure_from_state
+        from seqviz.widgets.saved import QUIZ_ID, WIDGET_CLASSES, figure_from_state
 
         m = self._model(model_id)
         if m is None:
@@ -512,11 +511,10 @@ class WidgetPrinter:
                              f"widget state (JupyterLab: Settings > Save Widget State Automatically)")
         s, name = m.get("state", {}), m.get("model_name")
         if name == "AnyModel" and s.get("_anywidget_id") == QUIZ_ID:                  # a question: its text
-            from seqviz.widgets import Quiz
+            from seqviz.widgets.saved import quiz_from_state
 
-            quiz = Quiz(s["question"], [(c["text"], c["correct"], c["why"]) for c in s["choices"]], title=s["title"])
             self.counts["Quiz"] = self.counts.get("Quiz", 0) + 1
-            question, answer = quiz.to_markdown()
+            question, answer = quiz_from_state(m).to_markdown()
             return [_markdown_output(f"{question}\n\n*Answer* {answer}")]
         if name == "AnyModel" and s.get("_anywidget_id") in WIDGET_CLASSES:
             kind = WIDGET_CLASSES[s["_anywidget_id"]]

@@ -115,6 +115,23 @@ def _leaks(text: str, exercises) -> list[str]:
             if line in text]
 
 
+def _lecture_text(path) -> str:
+    """Everything a chapter shows outside its solution cells: sources and text outputs (a listing of the package's
+    code is a Markdown output)."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    parts = []
+    for c in nb["cells"]:
+        if A.is_solution(c):
+            continue
+        parts.append(A._source(c))
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            for key in ("text/markdown", "text/plain"):
+                parts.append("".join(data.get(key, "")))
+            parts.append("".join(o.get("text", "")))
+    return "\n".join(parts)
+
+
 def test_the_student_notebooks_hold_no_solution_code(built):
     for b in built:
         text = b.student.read_text(encoding="utf-8")
@@ -151,11 +168,19 @@ def test_the_student_book_holds_no_solutions(tmp_path):
     for page in sorted((built / "notebooks").glob("*.html")):
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
         mine = [e for e in exercises if e.chapter == page.stem]
-        assert not _leaks(text, mine), page
+        # a line the lecture itself shows (chapter 4 lists the package's GRUCell, whose last line is the GRU
+        # exercise's) is the lecture's, not a leaked solution: only lines the chapter shows nowhere but in its
+        # solution cells count
+        lecture = _lecture_text(A.ROOT / "notebooks" / f"{page.stem}.ipynb")
+
+        def leaked(found: str) -> list[str]:
+            return [leak for leak in _leaks(found, mine) if leak.split(": ", 1)[1][1:-1] not in lecture]
+
+        assert not leaked(text), page
         assert "Solution 1" not in text and "Answer 1" not in text, page
         assert "colab.research.google.com" not in page.read_text(encoding="utf-8"), page    # launch buttons: the repo
         download = built / "_sources" / "notebooks" / f"{page.stem}.ipynb"                 # the page's .ipynb button
-        assert not download.exists() or not _leaks(download.read_text(encoding="utf-8"), mine), download
+        assert not download.exists() or not leaked(download.read_text(encoding="utf-8")), download
 
 
 def test_a_build_never_empties_a_folder_it_did_not_make(tmp_path):

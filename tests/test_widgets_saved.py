@@ -212,12 +212,14 @@ def test_not_a_seqviz_widget_is_a_clear_error():
         widget_from_state(state)
 
 
-def _stored_widget_models():
+def _stored_widget_models(quizzes: bool = False):
+    from seqviz.widgets.saved import QUIZ_ID
+
     for path in sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("book/*.ipynb")]):
         nb = json.loads(path.read_text(encoding="utf-8"))
         models = nb.get("metadata", {}).get("widgets", {}).get(STATE_KEY, {}).get("state", {})
         for mid, entry in models.items():
-            if entry.get("model_name") == "AnyModel":
+            if entry.get("model_name") == "AnyModel" and (entry["state"].get("_anywidget_id") == QUIZ_ID) == quizzes:
                 yield pytest.param(entry, id=f"{path.parent.name}/{path.stem}:{mid[:8]}")
 
 
@@ -226,3 +228,15 @@ def test_every_stored_widget_of_the_book_rebuilds(entry):
     """What `make pdf` will do to each widget the notebooks store: rebuild it and draw its figure."""
     fig = figure_from_state(entry)
     assert isinstance(fig, Figure) and fig.axes
+
+
+@pytest.mark.parametrize("entry", list(_stored_widget_models(quizzes=True)))
+def test_every_stored_question_rebuilds_as_its_printed_text(entry):
+    """What `make pdf` prints in a question's place: its text, lettered choices and the answer with every reason."""
+    from seqviz.widgets.saved import quiz_from_state
+
+    quiz = quiz_from_state(entry)
+    question, answer = quiz.to_markdown()
+    assert quiz.question in question and all(c["why"] in answer for c in entry["state"]["choices"])
+    with pytest.raises(ValueError, match="not a seqviz widget"):
+        figure_from_state(entry)                       # a question is not a figure: print takes the text path

@@ -19,7 +19,11 @@ import numpy as np
 
 from ._common import dequantize_uint8
 
-__all__ = ["decode_state", "widget_from_state", "figure_from_state", "WIDGET_CLASSES"]
+__all__ = ["decode_state", "widget_from_state", "figure_from_state", "quiz_from_state", "WIDGET_CLASSES", "QUIZ_ID"]
+
+#: ``_anywidget_id`` of a check-your-understanding question, which print shows as text (``quiz_from_state``), not a
+#: figure
+QUIZ_ID = "seqviz.widgets.quiz.Quiz"
 
 #: ``_anywidget_id`` of each widget class that can be rebuilt -> its class name in :mod:`seqviz.widgets`
 WIDGET_CLASSES = {
@@ -178,6 +182,17 @@ def widget_from_state(state: Mapping):
                          f"that can be rebuilt are {sorted(WIDGET_CLASSES)}")
     name = WIDGET_CLASSES[wid]
     return _BUILDERS[name](getattr(widgets, name), s)
+
+
+def quiz_from_state(state: Mapping):
+    """Rebuild a saved :class:`seqviz.widgets.Quiz` (its ``to_markdown()`` is what print shows in its place). Raises
+    ``ValueError`` for a model that is not a quiz."""
+    from seqviz.widgets import Quiz
+
+    s = decode_state(state)
+    if s.get("_anywidget_id") != QUIZ_ID:
+        raise ValueError(f"not a quiz: _anywidget_id={s.get('_anywidget_id')!r}")
+    return Quiz(s["question"], [(c["text"], c["correct"], c["why"]) for c in s["choices"]], title=s.get("title", ""))
 
 
 def figure_from_state(state: Mapping):
