@@ -42,53 +42,69 @@ def browser():
         b.close()
 
 
+def open_in(browser, site: str, contexts: list, path: str, width: int = 1300, height: int = 900,
+            color_scheme: str = "light"):
+    """Load a book page in a new browser context (appended to ``contexts``, which the caller closes) with every
+    non-loopback request blocked and recorded; (page, log) once its widgets and math are drawn."""
+    ctx = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
+                              color_scheme=color_scheme)
+    contexts.append(ctx)
+    log = PageLog()
+    block_external(ctx, log.external)
+    ctx.add_init_script(layout.CANVAS_FONTS)  # each canvas records the smallest font it draws text with
+    if CURRENT_JS:  # the pages as they will be once their notebooks run again (see svbrowser)
+        layout.route_current_js(ctx)
+    page = ctx.new_page()
+
+    def on_console(msg):
+        if msg.type == "error":
+            url = (msg.location or {}).get("url", "")
+            log.errors.append(f"console error: {msg.text} at {url}")
+        elif msg.type == "warning" and "anywidget" in msg.text:
+            log.errors.append(f"anywidget warning: {msg.text}")
+
+    def on_page_error(err):
+        log.errors.append(f"uncaught: {err}")
+
+    def on_response(r):
+        if r.status >= 400:
+            log.failed.append(f"{r.status} {r.url}")
+
+    def on_dialog(d):
+        log.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
+    page.on("dialog", on_dialog)
+    page.on("request", lambda r: log.requests.append(r.url))
+    page.on("response", on_response)
+    page.on("requestfailed", lambda r: None if not is_loopback(r.url) else log.failed.append(
+        f"{r.failure} {r.url}"))
+    page.on("websocket", lambda ws: None if is_loopback(ws.url) else log.external.append(ws.url))
+    page.goto(site + path, wait_until="load")
+    wait_until_rendered(page)
+    return page, log
+
+
 @pytest.fixture
 def open_page(browser, site):
-    """open_page(path) -> (page, log): load a book page with every non-loopback request blocked and recorded."""
+    """open_page(path, width=1300, height=900, color_scheme="light") -> (page, log): a book page loaded for this
+    test alone (see open_in)."""
     contexts = []
+    yield functools.partial(open_in, browser, site, contexts)
+    for ctx in contexts:
+        ctx.close()
 
-    def _open(path: str, width: int = 1300, height: int = 900, color_scheme: str = "light"):
-        ctx = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
-                                  color_scheme=color_scheme)
-        contexts.append(ctx)
-        log = PageLog()
-        block_external(ctx, log.external)
-        ctx.add_init_script(layout.CANVAS_FONTS)  # each canvas records the smallest font it draws text with
-        if CURRENT_JS:  # the pages as they will be once their notebooks run again (see svbrowser)
-            layout.route_current_js(ctx)
-        page = ctx.new_page()
 
-        def on_console(msg):
-            if msg.type == "error":
-                url = (msg.location or {}).get("url", "")
-                log.errors.append(f"console error: {msg.text} at {url}")
-            elif msg.type == "warning" and "anywidget" in msg.text:
-                log.errors.append(f"anywidget warning: {msg.text}")
-
-        def on_page_error(err):
-            log.errors.append(f"uncaught: {err}")
-
-        def on_response(r):
-            if r.status >= 400:
-                log.failed.append(f"{r.status} {r.url}")
-
-        def on_dialog(d):
-            log.dialogs.append(d.message)
-            d.dismiss()
-
-        page.on("console", on_console)
-        page.on("pageerror", on_page_error)
-        page.on("dialog", on_dialog)
-        page.on("request", lambda r: log.requests.append(r.url))
-        page.on("response", on_response)
-        page.on("requestfailed", lambda r: None if not is_loopback(r.url) else log.failed.append(
-            f"{r.failure} {r.url}"))
-        page.on("websocket", lambda ws: None if is_loopback(ws.url) else log.external.append(ws.url))
-        page.goto(site + path, wait_until="load")
-        wait_until_rendered(page)
-        return page, log
-
-    yield _open
+@pytest.fixture(scope="module")
+def shared_page(request, browser, site):
+    """(page, log) of the page ``request.param`` = (path, width), loaded once and shared by the tests of one module
+    that only read it (parametrize them with ``indirect=["shared_page"]`` and the same values: pytest runs all of
+    one page's tests together, so each page loads once per module). A test that clicks or types opens its own."""
+    path, width = request.param
+    contexts = []
+    yield open_in(browser, site, contexts, path, width=width)
     for ctx in contexts:
         ctx.close()
 

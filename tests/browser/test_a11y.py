@@ -1,7 +1,8 @@
 """axe-core (pinned in package.json, injected from node_modules, offline) finds no critical and no serious WCAG 2.0/2.1
 A or AA violation (tags wcag2a, wcag2aa, wcag21a, wcag21aa) on any page of the built book, nor on any of the package's
 widgets after a reader has changed its main control by keyboard (issue 33). axe cannot see inside a canvas: the
-widgets' text alternatives and keyboard use are tested in test_keyboard.py."""
+widgets' text alternatives and keyboard use are tested in test_keyboard.py. Every page is audited in
+test_pages.py, on the one load of it that the other still-page checks share."""
 from __future__ import annotations
 
 import pytest
@@ -37,14 +38,6 @@ def test_axe_finds_a_planted_violation(open_page):
         a.insertAdjacentHTML('afterbegin', '<img src="data:," id="sv-planted"><p id="sv-grey" style="color:#bbb">faint</p>'); }""")
     found = {v["id"] for v in layout.run_axe(page)}
     assert {"image-alt", "color-contrast"} <= found
-
-
-@pytest.mark.parametrize("path", PAGES or ["(book not built: run `make book`)"])
-def test_no_critical_or_serious_violation_on_any_page(open_page, path):
-    page, log = open_page(path)
-    problems = blocking(layout.run_axe(page))
-    assert not problems, f"{path}:\n  " + "\n  ".join(problems)
-    assert log.errors == []
 
 
 DARK_PAGES = [p for p in ("book/measured.html", "book/visual_tools.html", "notebooks/05_attention.html",

@@ -1,5 +1,6 @@
 """Every page of the built book loads offline: no console error, no failed request (a 404 favicon included), no
-request off loopback, every embedded widget renders, math is typeset by the vendored MathJax."""
+request off loopback, every embedded widget renders, math is typeset by the vendored MathJax. The pages a reader reads
+are checked in test_pages.py, on the page load its other checks share; here the slide decks and the root page."""
 from __future__ import annotations
 
 import json
@@ -7,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from svbrowser import WIDGET_VIEWS, book_pages, require_book
+from svbrowser import book_pages, reading_pages, require_book
+from test_pages import load_problems
 
 PAGES = book_pages()
+#: what test_pages.py does not load: the slide decks and the root index.html (a redirect to the first page)
+OTHER_PAGES = sorted(set(PAGES) - set(reading_pages()))
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,25 +29,17 @@ def test_the_book_is_built_with_the_visual_tools_page():
     assert "book/visual_tools.html" in PAGES, f"pages found: {PAGES}"
 
 
-@pytest.mark.parametrize("path", PAGES or ["(book not built: run `make book`)"])
+@pytest.mark.parametrize("path", OTHER_PAGES or ["(book not built: run `make book`)"])
 def test_page_loads_offline_without_errors(open_page, path):
     page, log = open_page(path)
-    assert log.external == [], f"{path} made requests outside 127.0.0.1: {log.external}"
-    assert log.errors == [], f"{path} logged errors:\n" + "\n".join(log.errors)
-    assert log.failed == [], f"{path}: requests failed:\n" + "\n".join(log.failed)
-    assert log.dialogs == []
-    # math was typeset (no raw TeX left, no MathJax error boxes)
-    if page.locator(".math").count():
-        assert page.locator("mjx-container").count() > 0, f"{path}: MathJax did not typeset"
-        assert page.locator("mjx-merror").count() == 0
-    # each widget output of the page has its state saved with the page, and was rendered by the html-manager
-    views = page.evaluate(WIDGET_VIEWS)
-    assert views["with_state"] == views["total"], (
-        f"{path}: {views['total'] - views['with_state']} of {views['total']} widget outputs have no saved widget "
-        f"state, so they are blank in the book; re-execute the notebook so its widget state is stored")
-    rendered = page.evaluate("() => Array.from(document.querySelectorAll('.widget-subarea'))"
-                             ".filter(s => s.children.length > 0).length")
-    assert rendered >= views["total"]
+    problems = load_problems(page, log, path)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_is_loaded_by_one_of_the_page_tests():
+    require_book()
+    assert len(OTHER_PAGES) >= 9 and all(p.startswith("slides/") or p == "index.html" for p in OTHER_PAGES), OTHER_PAGES
+    assert set(reading_pages()) | set(OTHER_PAGES) == set(PAGES)
 
 
 def test_visual_tools_page_loads_its_libraries_from_the_book_itself(open_page):

@@ -5,7 +5,8 @@ column) and at a 390 px phone width.
   unless a widget holds a deliberate scroller (overflow auto, tabindex=0, an accessible name); no widget label drawn
   below 10 px at 1,280 px; each widget's own claim of its smallest font (data-min-font) is what it drew.
   These read the widget JS the notebooks stored; chapters are fixed by shortening their outputs (run
-  `python scripts/check_layout.py` on a built book to list what is too wide, page by page).
+  `python scripts/check_layout.py` on a built book to list what is too wide, page by page). That test is in
+  test_pages.py, where one load of each page serves every check of a still page; its rules are here.
 - The package's current widgets (gallery.py, rendered into the book's real column): the same rules, and the rule
   behind data-min-font (labels that would be under 10 px are not drawn small: the widget scrolls or hides them).
 """
@@ -14,9 +15,8 @@ from __future__ import annotations
 import pytest
 
 from gallery import widgets
-from svbrowser import layout, reading_pages, show_gallery
+from svbrowser import layout, show_gallery
 
-PAGES = reading_pages()
 WIDTHS = (1280, 390)
 MIN_PX = layout.MIN_LABEL_PX
 
@@ -38,20 +38,6 @@ def font_problems(m: dict) -> list[str]:
         elif w["minFont"] is not None and w["claimed"] != w["minFont"]:
             out.append(f"{where}: says its smallest font is {w['claimed']} px, drew {w['minFont']} px")
     return out
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("path", PAGES or ["(book not built: run `make book`)"])
-def test_every_output_and_widget_fits_its_column(open_page, path, width):
-    page, log = open_page(path, width=width)
-    assert log.errors == [], log.errors
-    m = layout.measure(page)
-    assert m["viewport"] == width
-    problems = too_wide(m) + (font_problems(m) if width >= 1280 else [])
-    page_width = page.evaluate("() => document.documentElement.scrollWidth")
-    if page_width > width:  # the prose too (a long inline literal): the page itself must not scroll sideways
-        problems.append(f"the page is {page_width} px wide in a {width} px window")
-    assert not problems, f"{path} at {width} px (column {m['column']} px):\n  " + "\n  ".join(problems)
 
 
 # ------------------------------------------------------------------------------------ the package's widgets -----
