@@ -134,11 +134,15 @@ chromium:
 # (scripts/outside_repo.py); the second's log is printed when both are done. The chapters are one long chain, so they
 # keep normal priority; pytest hands its test files out to one pytest-xdist worker per core at nice 5, filling what
 # the chain leaves and every core once it is done (whole files, so what a file makes once is made once; the files that
-# make something first: tests/conftest.py). --durations=25: each log lists the slowest tests.
-test: book chromium
-	@mkdir -p _build; rm -f _build/outside.log; \
+# make something first: tests/conftest.py). --durations=25: each log lists the slowest tests. The chain needs no
+# built book, so it starts first and runs beside the book's build (each mostly on one core).
+test: setup chromium
+	@mkdir -p _build; rm -f _build/outside.log _build/outside.rc; \
 	 ( $(PY) scripts/outside_repo.py > _build/outside.log 2>&1; echo $$? > _build/outside.rc ) & \
-	 nice -n 5 $(PY) -m pytest tests -n logical --dist loadfile --no-loadscope-reorder --durations=25; tests=$$?; wait; \
+	 $(MAKE) --no-print-directory book; tests=$$?; \
+	 if test $$tests = 0; then \
+	   nice -n 5 $(PY) -m pytest tests -n logical --dist loadfile --no-loadscope-reorder --durations=25; tests=$$?; \
+	 else echo "== make book failed (exit $$tests): pytest not run"; fi; wait; \
 	 outside=$$(cat _build/outside.rc); \
 	 echo "== the chapters from the installed wheel, outside the repository (scripts/outside_repo.py):"; \
 	 grep -v "^WARNING: Location" _build/outside.log; \
