@@ -284,12 +284,17 @@ def measure(page) -> dict:
     return page.evaluate(LAYOUT)
 
 
-def run_axe(page, context=None) -> list[dict]:
-    """axe-core's violations (WCAG 2.0/2.1 A and AA rules) on the page, or on ``context`` (a CSS selector)."""
+def load_axe(page) -> None:
+    """Inject the pinned axe-core (node_modules, offline) into ``page`` unless it is there."""
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         if not AXE.is_file():
             raise FileNotFoundError(f"{AXE} is missing: run `npm ci` (axe-core is pinned in package.json)")
         page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+
+
+def run_axe(page, context=None) -> list[dict]:
+    """axe-core's violations (WCAG 2.0/2.1 A and AA rules) on the page, or on ``context`` (a CSS selector)."""
+    load_axe(page)
     return page.evaluate(
         """async ([ctx, tags]) => {
              const r = await axe.run(ctx ? document.querySelectorAll(ctx) : document,
