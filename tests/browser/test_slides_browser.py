@@ -161,14 +161,34 @@ SETTLED = """() => new Promise(done => {
 })"""
 
 
-def open_deck(open_page, chapter: str):
+# Slide `n`'s measurements once it has settled, in one call: up to 5 s for the deck to be at slide n (a press of
+# ArrowRight went there: if not, MEASURE says where it is); the slide's widgets re-lay out on "resize", then the fit
+# runs in a frame (so 60 ms); then until the fit settles (a heatmap drawn narrower lays itself out again, then is
+# fitted), at most 30 tries; then MEASURE.
+SETTLE_AND_MEASURE = """async (n) => {
+  const until = performance.now() + 5000;
+  while (Reveal.getSlidePastCount() !== n && performance.now() < until) await new Promise(r => setTimeout(r, 10));
+  await new Promise(r => setTimeout(r, 60));
+  const settled = """ + SETTLED + """;
+  for (let i = 0; i < 30; i++) if (await settled()) break;
+  return (""" + MEASURE + """)();
+}"""
+
+
+def open_deck(open_page, chapter: str, *, fonts: bool = True):
+    """The chapter's deck in a page at VIEWPORT, Reveal ready; with ``fonts``, its canvases record their fonts
+    (CANVAS_FONTS): the page first opens the decks' index (a tiny page), so the script is in place before the deck
+    loads, once."""
     page_path = f"slides/{chapter}.slides.html"
     if not (BOOK / page_path).is_file():
         pytest.fail(f"{BOOK / page_path} is missing: run `make book` (or `make slides`)", pytrace=False)
-    page, log = open_page(page_path, width=VIEWPORT["width"], height=VIEWPORT["height"])
-    page.add_init_script(CANVAS_FONTS)  # from the next load on: reload, so the widgets draw through it
-    page.reload(wait_until="load")
-    wait_until_rendered(page)
+    if fonts:
+        page, log = open_page("slides/index.html", width=VIEWPORT["width"], height=VIEWPORT["height"])
+        page.add_init_script(CANVAS_FONTS)  # from the next load on
+        page.goto(page.url.rsplit("/", 1)[0] + f"/{chapter}.slides.html", wait_until="load")
+        wait_until_rendered(page)
+    else:
+        page, log = open_page(page_path, width=VIEWPORT["width"], height=VIEWPORT["height"])
     page.wait_for_function("() => window.Reveal && window.Reveal.isReady()", timeout=30_000)
     return page, log
 
@@ -180,16 +200,11 @@ def walk(page) -> list[dict]:
     seen = []
     total = page.evaluate("() => Reveal.getTotalSlides()")
     for step in range(total):
-        page.wait_for_timeout(60)  # the slide's widgets re-lay out on "resize", then the fit runs in a frame
-        for _ in range(30):  # until the fit settles: a heatmap drawn narrower lays itself out again, then is fitted
-            if page.evaluate(SETTLED):
-                break
-        seen.append(page.evaluate(MEASURE))
+        seen.append(page.evaluate(SETTLE_AND_MEASURE, step))
         assert seen[-1]["index"] == step, (f"ArrowRight went from slide {seen[-2]['index'] if step else '?'} to "
                                            f"{seen[-1]['index']} of {total}, not to {step}")
         if step < total - 1:
             page.keyboard.press("ArrowRight")
-            page.wait_for_function("n => Reveal.getSlidePastCount() === n", arg=step + 1, timeout=5_000)
     return seen
 
 
@@ -255,7 +270,7 @@ CHAPTER = "06_transformer"
 
 @pytest.fixture
 def deck(open_page):
-    page, log = open_deck(open_page, CHAPTER)
+    page, log = open_deck(open_page, CHAPTER, fonts=False)  # these tests read no canvas font
     yield page, log
     assert log.external == [], f"requests outside 127.0.0.1: {log.external}"
     assert log.errors == [], "\n".join(log.errors)
