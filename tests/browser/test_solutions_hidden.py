@@ -54,9 +54,22 @@ def test_every_page_whose_source_has_exercises_is_checked():
     assert not missed, f"pages with exercises in their source but not found in the built HTML: {missed}"
 
 
-@pytest.mark.parametrize("path", EXERCISE_PAGES or NOT_BUILT)
-def test_solutions_are_folded_until_clicked(open_page, path):
-    page, _ = open_page(path)
+# Each page loads once for both tests below (the shared_page fixture, at the default 1,300 px): each test puts back
+# what it clicked open and checks it closes again, so the other one finds the page as it loaded.
+PAGES = EXERCISE_PAGES or NOT_BUILT
+ON_PAGE = pytest.mark.parametrize("shared_page, path", [((p, 1300), p) for p in PAGES], ids=PAGES, indirect=True)
+
+
+@pytest.fixture(scope="module")
+def path(request) -> str:
+    """The page's path (for the messages): a fixture of the same scope as shared_page, so that pytest groups one
+    page's tests together (a plain parameter beside it would make the pair function-scoped, one load per test)."""
+    return request.param
+
+
+@ON_PAGE
+def test_solutions_are_folded_until_clicked(shared_page, path):
+    page, _ = shared_page
     solutions = page.locator("div.cell").filter(has_text="Solution")
     shown = [i for i in range(solutions.count())
              if "tag_hide-cell" not in (solutions.nth(i).get_attribute("class") or "")
@@ -72,14 +85,18 @@ def test_solutions_are_folded_until_clicked(open_page, path):
     first = hidden.first
     first.locator("summary").first.click()
     assert first.locator(".cell_input").first.is_visible(), f"{path}: clicking did not unfold the solution"
+    first.locator("summary").first.click()  # folded again, as the page loaded
+    assert not first.locator(".cell_input").first.is_visible(), f"{path}: a second click did not fold the solution"
 
 
-@pytest.mark.parametrize("path", EXERCISE_PAGES or NOT_BUILT)
-def test_answers_in_dropdowns_are_closed(open_page, path):
-    page, _ = open_page(path)
+@ON_PAGE
+def test_answers_in_dropdowns_are_closed(shared_page, path):
+    page, _ = shared_page
     drops = page.locator("details.sd-dropdown")
     for i in range(drops.count()):
         assert drops.nth(i).get_attribute("open") is None, f"{path}: dropdown {i} is open before any click"
     if drops.count():
         drops.first.locator("summary").first.click()
         assert drops.first.get_attribute("open") is not None
+        drops.first.locator("summary").first.click()  # closed again, as the page loaded
+        assert drops.first.get_attribute("open") is None, f"{path}: a second click did not close dropdown 0"
