@@ -292,17 +292,24 @@ def load_axe(page) -> None:
         page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
 
 
-def run_axe(page, context=None) -> list[dict]:
-    """axe-core's violations (WCAG 2.0/2.1 A and AA rules) on the page, or on ``context`` (a CSS selector)."""
+def run_axe(page, context=None, owner: str | None = None) -> list[dict]:
+    """axe-core's violations (WCAG 2.0/2.1 A and AA rules) on the page, or on ``context`` (a CSS selector: every
+    element it matches). With ``owner`` (an attribute name) each node also says whose it is: ``owner`` is that
+    attribute's value on the node's nearest element that has it (None if none), so that one run over several widgets
+    (each run costs about a second of building the page's tree) tells their violations apart."""
     load_axe(page)
     return page.evaluate(
-        """async ([ctx, tags]) => {
+        """async ([ctx, tags, owner]) => {
              const r = await axe.run(ctx ? document.querySelectorAll(ctx) : document,
-                                     {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
+                                     {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"],
+                                      elementRef: !!owner});
+             const whose = (e) => { const o = e && e.closest(`[${owner}]`); return o ? o.getAttribute(owner) : null; };
              return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                            nodes: v.nodes.map(n => ({target: n.target.join(" "),
-                                                                      html: n.html.slice(0, 160)}))}));
-           }""", [context, AXE_TAGS])
+                                            nodes: v.nodes.map(n => Object.assign({target: n.target.join(" "),
+                                                                                   html: n.html.slice(0, 160)},
+                                                                                  owner ? {owner: whose(n.element)}
+                                                                                        : {}))}));
+           }""", [context, AXE_TAGS, owner])
 
 
 def _print_layout(path: str, width: int, m: dict) -> int:

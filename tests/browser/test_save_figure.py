@@ -167,25 +167,16 @@ def test_every_widget_on_the_visual_tools_page_saves_its_figure(open_page, brows
     assert log.errors == [] and log.external == [], (log.errors, log.external)
 
 
-# The data-save-audit number of the widget holding axe's node `target` (a selector), or null.
-OWNER = """t => {
-  let e = null;
-  try { e = document.querySelector(t); } catch (err) { return null; }
-  const w = e && e.closest("[data-save-audit]");
-  return w ? w.dataset.saveAudit : null;
-}"""
-
-
 def axe_by_widget(page, names: list[str]) -> list[str]:
-    """axe-core over every save bar at once (one run: each run costs about a second of building the page's tree),
-    each violation told per widget (``names[k]`` for the bar inside ``data-save-audit=k``) from its nodes."""
+    """axe-core over every save bar at once (one run: each costs about a second), each violation told per widget
+    (``names[k]`` for the bar inside ``data-save-audit=k``) from its nodes."""
     bars = ".seqviz[data-save-audit] .sv-save"
     assert page.locator(bars).count() == len(names), f"{page.locator(bars).count()} save bars for {len(names)} widgets"
     problems = []
-    for v in layout.run_axe(page, bars):
+    for v in layout.run_axe(page, bars, owner="data-save-audit"):
         for node in v["nodes"]:
-            k = page.evaluate(OWNER, node["target"])
-            line = f"{names[int(k)] if k is not None else node['target']}: axe {v['id']} ({v['impact']})"
+            who = names[int(node["owner"])] if node["owner"] is not None else node["target"]
+            line = f"{who}: axe {v['id']} ({v['impact']})"
             if line not in problems:
                 problems.append(line)
     return problems
