@@ -8,7 +8,7 @@ import json
 import pytest
 
 from seqviz.widgets import Choice, Quiz
-from svbrowser import ROOT, layout, reading_pages, show_gallery, wait_until_rendered
+from svbrowser import ROOT, layout, reading_pages, show_gallery
 
 CHAPTER_PAGES = [p for p in reading_pages() if p.startswith("notebooks/")]
 
@@ -33,20 +33,31 @@ def tab_into(page, root) -> None:
     page.keyboard.press("Tab")
 
 
+def show(page, log):
+    """(page, log, {name: root}) with fresh quizzes() drawn in the page's column (show_gallery replaces what was
+    there)."""
+    made = quizzes()
+    show_gallery(page, made)
+    roots = page.locator(".seqviz.sv-quiz")
+    return page, log, {n: roots.nth(k) for k, n in enumerate(made)}
+
+
 @pytest.fixture
 def shown(open_page):
+    """shown(width, scheme): fresh quizzes in a page of their own, in the given width and colour scheme."""
     def _show(width=1280, scheme="light"):
-        page, log = open_page("book/notation.html", width=width, color_scheme=scheme)
-        made = quizzes()
-        show_gallery(page, made)
-        roots = page.locator(".seqviz.sv-quiz")
-        return page, log, {n: roots.nth(k) for k, n in enumerate(made)}
+        return show(*open_page("book/notation.html", width=width, color_scheme=scheme))
     return _show
 
 
-def test_a_wrong_then_a_right_answer_by_keyboard_alone(shown):
+# The three answering tests draw fresh quizzes in one page (notation.html at 1,280 px, light), loaded once for them.
+IN_SHARED_PAGE = pytest.mark.parametrize("shared_page", [("book/notation.html", 1280)], ids=["1280"], indirect=True)
+
+
+@IN_SHARED_PAGE
+def test_a_wrong_then_a_right_answer_by_keyboard_alone(shared_page):
     """Before the widget a chapter had no question between its exercises; here a reader answers one by keyboard."""
-    page, log, roots = shown()
+    page, log, roots = show(*shared_page)
     root = roots["one"]
     tab_into(page, root)
     assert page.evaluate("() => document.activeElement.type") == "radio"
@@ -72,8 +83,9 @@ def test_a_wrong_then_a_right_answer_by_keyboard_alone(shown):
     assert log.errors == []
 
 
-def test_select_all_that_apply_needs_every_right_choice(shown):
-    page, log, roots = shown()
+@IN_SHARED_PAGE
+def test_select_all_that_apply_needs_every_right_choice(shared_page):
+    page, log, roots = show(*shared_page)
     root = roots["many"]
     assert root.locator("input[type=checkbox]").count() == 3
     root.locator("label", has_text="softmax(z)").first.click()
@@ -90,8 +102,9 @@ def test_select_all_that_apply_needs_every_right_choice(shown):
     assert log.errors == []
 
 
-def test_checking_with_nothing_picked_asks_for_a_pick(shown):
-    page, _, roots = shown()
+@IN_SHARED_PAGE
+def test_checking_with_nothing_picked_asks_for_a_pick(shared_page):
+    page, _, roots = show(*shared_page)
     roots["one"].locator("button", has_text="Check").click()
     assert roots["one"].locator(".sv-quiz-status").inner_text() == "Pick an answer first."
 
@@ -128,8 +141,7 @@ def stored_quizzes(path: str) -> list[dict]:
 def test_every_chapters_questions_are_drawn_and_answer(open_page, path):
     """The chapter's stored questions render in the static book (no kernel), and picking each one's right answers
     says Correct."""
-    page, log = open_page(path)
-    wait_until_rendered(page)
+    page, log = open_page(path)  # its widgets drawn (open_page waits for them)
     roots = page.locator(".seqviz.sv-quiz")
     stored = stored_quizzes(path)
     assert 2 <= roots.count() == len(stored) <= 4, f"{path}: {roots.count()} questions drawn, {len(stored)} stored"
