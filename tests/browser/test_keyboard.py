@@ -12,11 +12,18 @@ from svbrowser import show_gallery
 FOCUSABLE = "select, input, button, [tabindex='0']"
 
 
+# Every test draws its widgets afresh in one notation.html page at 1,280 px, loaded once for the module (the
+# shared_page fixture): show_gallery replaces the article's widgets, tab_to starts from the top of the article, and the
+# widgets listen on their own elements only (none on window or document), so a test finds no trace of the one before.
+pytestmark = pytest.mark.parametrize("shared_page", [("book/notation.html", 1280)], ids=["1280"], indirect=True)
+
+
 @pytest.fixture
-def shown(open_page):
-    """shown(*names) -> (page, {name: root locator}): the named gallery widgets in the book's column at 1,280 px."""
+def shown(shared_page, open_page):
+    """shown(*names) -> (page, {name: root locator}): the named gallery widgets, fresh, in the book's column at
+    1,280 px (the module's shared page; another width gets a page of its own)."""
     def _show(*names, width=1280):
-        page, log = open_page("book/notation.html", width=width)
+        page, log = shared_page if width == 1280 else open_page("book/notation.html", width=width)
         made = widgets()
         show_gallery(page, {n: made[n] for n in names})
         roots = page.locator(".seqviz")
