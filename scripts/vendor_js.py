@@ -110,8 +110,9 @@ OFFLINE_JS = """\
   window.requirejs.config({
     paths: {
       anywidget: base + "anywidget/index",
-      // the html-manager finds its icon fonts relative to this module's address
+      // each module of the html-manager (its own, base's, controls') finds its icon fonts relative to its address
       "@jupyter-widgets/html-manager/dist": base + "html-manager",
+      "@jupyter-widgets": base + "html-manager",
     },
   });
 })();

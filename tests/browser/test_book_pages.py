@@ -52,3 +52,20 @@ def test_visual_tools_page_loads_its_libraries_from_the_book_itself(open_page):
     assert page.locator(".seqviz").count() == _stored_widget_views("book/visual_tools.ipynb") >= 7
     assert page.locator("mjx-container").count() >= 10
     assert log.external == [] and log.errors == []
+
+
+@pytest.mark.parametrize("path", ["notebooks/04_lstm.html", "book/visual_tools.html"])
+def test_the_widgets_icon_fonts_load_from_the_book(open_page, path):
+    """The html-manager's widget modules (@jupyter-widgets/base, controls) find their Font Awesome files relative to
+    their own AMD address. Before: that address was the page's folder, so once a reader scrolled to where a glyph in
+    that font showed, the page asked for notebooks/@jupyter-widgets/1551f4f60c37af51121f.woff2 and its fallbacks, six
+    404s in the console (seen in CI on chapter 4's page, only under load, when the quiz test scrolled)."""
+    page, log = open_page(path)
+    faces = page.evaluate("""async () => {
+        const faces = [...document.fonts].filter(f => f.family.replace(/"/g, "").startsWith("Font Awesome"));
+        await Promise.allSettled(faces.map(f => f.load()));
+        return faces.map(f => `${f.family} ${f.weight}: ${f.status}`);
+    }""")
+    assert len(faces) >= 3 and all(f.endswith(": loaded") for f in faces), faces
+    page.wait_for_timeout(100)
+    assert log.failed == [] and log.errors == [], log.failed + log.errors
