@@ -101,7 +101,9 @@ def open_page(browser, site):
 def shared_page(request, browser, site):
     """(page, log) of the page ``request.param`` = (path, width), loaded once and shared by the tests of one module
     that only read it (parametrize them with ``indirect=["shared_page"]`` and the same values: pytest runs all of
-    one page's tests together, so each page loads once per module). A test that clicks or types opens its own."""
+    one page's tests together, so each page loads once per module). A test that clicks or types opens its own, or
+    undoes what it did. Give every parameter of such a test through fixtures (``indirect=True``): a plain parameter
+    in the same parametrize makes pytest load the page anew for each test (test_solutions_hidden.py shows how)."""
     path, width = request.param
     contexts = []
     yield open_in(browser, site, contexts, path, width=width)

@@ -81,24 +81,12 @@ def test_no_critical_or_serious_violation_in_any_widget_after_a_change(open_page
 def violations_by_widget(page) -> dict[int, list[dict]]:
     """axe-core's violations in the page's seqviz widgets, one audit for them all: {widget's index among the page's
     .seqviz roots: its violations, each with only the nodes inside that widget}."""
-    layout.load_axe(page)
-    found = page.evaluate(
-        """async (tags) => {
-             const roots = [...document.querySelectorAll(".seqviz")];
-             const r = await axe.run(roots, {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"],
-                                             elementRef: true});
-             const out = [];
-             for (const v of r.violations) for (const n of v.nodes)
-               out.push({k: roots.indexOf(n.element.closest(".seqviz")), id: v.id, impact: v.impact, help: v.help,
-                         target: n.target.join(" "), html: n.html.slice(0, 160)});
-             return out;
-           }""", layout.AXE_TAGS)
-    out: dict[int, dict[str, dict]] = {}
-    for f in found:
-        v = out.setdefault(f["k"], {}).setdefault(f["id"], {"id": f["id"], "impact": f["impact"], "help": f["help"],
-                                                            "nodes": []})
-        v["nodes"].append({"target": f["target"], "html": f["html"]})
-    return {k: list(vs.values()) for k, vs in out.items()}
+    page.evaluate("() => document.querySelectorAll('.seqviz').forEach((e, k) => e.setAttribute('data-audit', k))")
+    out: dict[int, list[dict]] = {}
+    for v in layout.run_axe(page, ".seqviz", owner="data-audit"):
+        for k in sorted({int(n["owner"]) for n in v["nodes"]}):
+            out.setdefault(k, []).append({**v, "nodes": [n for n in v["nodes"] if n["owner"] == str(k)]})
+    return out
 
 
 def attr_name(camel: str) -> str:
