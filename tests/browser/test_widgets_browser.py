@@ -58,9 +58,48 @@ def tools(open_page):
     assert log.external == [] and log.errors == [] and log.dialogs == []
 
 
+def clean_log(log):
+    """Assert the page asked nothing of another host, logged no error and opened no dialog; then empty the log, so on a
+    page shared by several tests what one test caused is reported by that test alone."""
+    try:
+        assert log.external == [] and log.errors == [] and log.dialogs == []
+    finally:
+        del log.external[:], log.errors[:], log.dialogs[:]
+
+
+def unhover(page):
+    """The mouse off every widget, no focus, the page at its top: what a test on a shared page starts from."""
+    page.mouse.move(0, 0)
+    page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+
+
+# Most tests read or drive the built page's widgets in one of two "Visual tools" pages loaded once for the module
+# (conftest's shared_page), one at 1,300 px (SHARED_TOOLS) and one at 1,280 px (SHARED_TOOLS_2), instead of a page
+# each. Within one page no two tests touch the same widget (the first page: the first heatmap, the cross-attention
+# heatmap, the section's LSTM, the positional matrix read by hover only, the first next-token chart, the two beam
+# trees, the model's attention steps; the second: the first heatmap read by hover, the positional matrix, the first
+# next-token chart, the first beam tree, the two attention steps, and mocks), a test's mocks (MOCK_RENDER prepends
+# them to the body) are removed when it ends, each test starts with the mouse off the widgets at the top of the page,
+# and the widgets listen on their own elements only (none on window or document), so none sees what another did. A
+# third test on one widget (the first beam tree's kept layout) opens a page of its own (tools).
+SHARED_TOOLS = pytest.mark.parametrize("shared_page", [(PAGE, 1300)], ids=["1300"], indirect=True)
+SHARED_TOOLS_2 = pytest.mark.parametrize("shared_page", [(PAGE, 1280)], ids=["1280"], indirect=True)
+
+
+@pytest.fixture
+def shared_tools(shared_page):
+    """The module's shared "Visual tools" page for this test (see SHARED_TOOLS); its mocks go when it ends."""
+    page, log = shared_page
+    unhover(page)
+    yield page
+    page.evaluate("() => document.querySelectorAll('[id^=\"sv-mock-\"]').forEach(e => e.remove())")
+    clean_log(log)
+
+
 @pytest.fixture
 def shown(open_page):
-    """shown(names, width) -> page: the named gallery widgets (the package's current JS) in the book's column."""
+    """shown(names, width) -> page: the named gallery widgets (the package's current JS) in the book's column, in a
+    page of the test's own (these few tests would save one notation.html load between them by sharing one)."""
     pages = []
 
     def _show(names, width=1300):
@@ -71,7 +110,7 @@ def shown(open_page):
         return page
     yield _show
     for log in pages:
-        assert log.external == [] and log.errors == [] and log.dialogs == []
+        clean_log(log)
 
 
 # ------------------------------------------------------------------------------------------- attention -----------
@@ -121,8 +160,9 @@ def test_heatmap_labels_are_drawn_whole(shown, width):
         assert box.get_attribute("tabindex") == "0" and box.evaluate("e => e.scrollWidth > e.clientWidth")
 
 
-def test_attention_layer_head_and_grid_controls_change_the_rendering(tools):
-    page = tools
+@SHARED_TOOLS
+def test_attention_layer_head_and_grid_controls_change_the_rendering(shared_tools):
+    page = shared_tools
     root = page.locator(".sv-att").first
     heat = root.locator("canvas.sv-heat")
     assert root.get_attribute("data-shape") == "2x4x16x16"
@@ -143,8 +183,9 @@ def test_attention_layer_head_and_grid_controls_change_the_rendering(tools):
     assert root.locator("select.sv-head").input_value() == "2"
 
 
-def test_attention_hover_shows_tokens_and_the_stored_weight(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_attention_hover_shows_tokens_and_the_stored_weight(shared_tools):
+    page = shared_tools
     mid, m = model_of(embedded_models(page), "AttentionHeatmap", shape=[2, 4, 16, 16])
     L, H, Tq, Tk = m["state"]["shape"]
     w = np.frombuffer(m["buffers"]["weights"], np.uint8).reshape(L, H, Tq, Tk) / 255 * m["state"]["vmax"]
@@ -163,8 +204,9 @@ def test_attention_hover_shows_tokens_and_the_stored_weight(tools):
     assert root.locator(".sv-legend-masked").count() == 1
 
 
-def test_cross_attention_and_the_xss_token_shows_as_text(tools):
-    page = tools
+@SHARED_TOOLS
+def test_cross_attention_and_the_xss_token_shows_as_text(shared_tools):
+    page = shared_tools
     cross = page.locator(".sv-att").nth(1)
     assert cross.get_attribute("data-shape") == "1x1x3x8"
     key = cross.locator(".sv-key").nth(7)
@@ -178,8 +220,9 @@ def test_cross_attention_and_the_xss_token_shows_as_text(tools):
 # ------------------------------------------------------------------------------------------ LSTM gates -----------
 
 
-def test_lstm_gate_selector_slider_and_token_strip(tools):
-    page = tools
+@SHARED_TOOLS
+def test_lstm_gate_selector_slider_and_token_strip(shared_tools):
+    page = shared_tools
     root = page.locator(".sv-lstm").first  # the section on the LSTM; "Try the models" has a live one too
     mid, m = lstm_drawn(embedded_models(page), root)
     tokens = m["state"]["tokens"]
@@ -205,8 +248,9 @@ def test_lstm_gate_selector_slider_and_token_strip(tools):
 # ------------------------------------------------------------------------------------------ positional -----------
 
 
-def test_positional_sliders_inputs_change_the_rendering(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_positional_sliders_inputs_change_the_rendering(shared_tools):
+    page = shared_tools
     root = page.locator(".sv-pos")
     enc, curves, sim = (root.locator(f"canvas.{c}") for c in ("sv-enc", "sv-curves", "sv-sim"))
     s0 = [sig(enc), sig(curves), sig(sim)]
@@ -230,8 +274,9 @@ def test_positional_sliders_inputs_change_the_rendering(tools):
     assert "between 0 and 127" in root.locator(".sv-note").text_content()
 
 
-def test_positional_numbers_in_the_browser_equal_python(tools):
-    page = tools
+@SHARED_TOOLS
+def test_positional_numbers_in_the_browser_equal_python(shared_tools):
+    page = shared_tools
     mid, _ = model_of(embedded_models(page), "PositionalMatrix")
     for max_len, d, base in [(100, 64, 10000.0), (37, 7, 10.0), (512, 512, 10000.0), (3, 2, 1.5)]:
         js = page.evaluate(
@@ -259,8 +304,9 @@ def test_positional_numbers_in_the_browser_equal_python(tools):
 # ---------------------------------------------------------------------------------------- next token -------------
 
 
-def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
-    page = tools
+@SHARED_TOOLS
+def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(shared_tools):
+    page = shared_tools
     root = page.locator(".sv-next").first
     mid, m = next_token_drawn(embedded_models(page), root)
     z = np.frombuffer(m["buffers"]["logits"], "<f4").astype(np.float64)
@@ -278,8 +324,9 @@ def test_next_token_temperature_and_top_k_apply_softmax_in_the_browser(tools):
     assert root.locator(".sv-bar-label").all_text_contents() == m["state"]["tokens"][:5]
 
 
-def test_next_token_sampling_button_and_top_k_box(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_next_token_sampling_button_and_top_k_box(shared_tools):
+    page = shared_tools
     root = page.locator(".sv-next").first
     tokens = set(next_token_drawn(embedded_models(page), root)[1]["state"]["tokens"])
     root.locator("button.sv-sample").click()
@@ -310,8 +357,9 @@ def data(page, handle, attr):
     return page.evaluate("([h, a]) => window.__svMocks[h].el.firstChild.dataset[a]", [handle, attr])
 
 
-def test_views_follow_traits_set_from_python(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_views_follow_traits_set_from_python(shared_tools):
+    page = shared_tools
     models = embedded_models(page)
     att, _ = model_of(models, "AttentionHeatmap", shape=[2, 4, 16, 16])
     h = mock(page, att)
@@ -319,7 +367,7 @@ def test_views_follow_traits_set_from_python(tools):
     kernel_sets(page, h, "head", 2)
     assert (data(page, h, "layer"), data(page, h, "head")) == ("1", "2")
     kernel_sets(page, h, "view", "grid")
-    assert page.locator("#sv-mock-0 .sv-att-grid canvas").count() == 4
+    assert page.locator(f"#sv-mock-{h} .sv-att-grid canvas").count() == 4
     # new data from Python (set_data): a (1, 1, 2, 2) attention with new tokens
     page.evaluate("""h => { const m = window.__svMocks[h].model;
         m.set("weights", new DataView(new Uint8Array([255, 0, 128, 127]).buffer)); m.set("shape", [1, 1, 2, 2]);
@@ -350,8 +398,9 @@ def test_views_follow_traits_set_from_python(tools):
     assert page.locator(f"#sv-mock-{h} .sv-bar-label").count() == 3
 
 
-def test_xss_token_is_text_in_every_widget(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_xss_token_is_text_in_every_widget(shared_tools):
+    page = shared_tools
     models = embedded_models(page)
     handles = []
     att, m = model_of(models, "AttentionHeatmap", shape=[2, 4, 16, 16])
@@ -408,8 +457,9 @@ def beam_table(B, t, normalise, alpha):
     return sorted(rows, key=score, reverse=True)
 
 
-def test_beam_tree_step_slider_changes_what_is_drawn(tools):
-    page = tools
+@SHARED_TOOLS
+def test_beam_tree_step_slider_changes_what_is_drawn(shared_tools):
+    page = shared_tools
     mid, m = model_of(embedded_models(page), "BeamTree", beam_size=3, joiner=" ")
     B = beam_state(m)
     root = page.locator(".sv-beam").first
@@ -443,8 +493,9 @@ def test_beam_tree_step_slider_changes_what_is_drawn(tools):
     assert not root.locator(".sv-rank").first.is_visible()          # ranks only once the search has ended
 
 
-def test_beam_tree_pruned_switch_score_labels_and_hover(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_beam_tree_pruned_switch_score_labels_and_hover(shared_tools):
+    page = shared_tools
     mid, m = model_of(embedded_models(page), "BeamTree", beam_size=3, joiner=" ")
     B = beam_state(m)
     root = page.locator(".sv-beam").first
@@ -587,11 +638,12 @@ def shown_score(root, n: int) -> str:
     return shown_svg(root).locator(f'.sv-scores-{layer[0]} text[data-node="{n}"]').text_content()
 
 
-def test_beam_tree_of_a_character_model(tools):
+@SHARED_TOOLS
+def test_beam_tree_of_a_character_model(shared_tools):
     """The page's second beam tree, a character model's (joiner ""). Its model is the character beam whose steps the
     view draws: the page holds more than one, keyed by random ids, so "the first" in the state changes run to run
     (after a re-execution it was the 12-step one while the view drew 11)."""
-    page = tools
+    page = shared_tools
     root = page.locator(".sv-beam").nth(1)
     steps = root.get_attribute("data-step")
     chars = [(mid, m) for mid, m in embedded_models(page).items() if m["kind"] == "BeamTree"
@@ -655,8 +707,9 @@ def shown_steps(root):
             root.locator(".sv-steps-wnum").all_text_contents())
 
 
-def test_attention_steps_numbers_in_the_browser_equal_python(tools):
-    page = tools
+@SHARED_TOOLS
+def test_attention_steps_numbers_in_the_browser_equal_python(shared_tools):
+    page = shared_tools
     mid, m = model_of(embedded_models(page), "AttentionSteps", **SONNET_STEPS)
     S = steps_state(m)
     L, H, Tq, Tk, dk, dv = S["shape"]
@@ -682,8 +735,9 @@ def test_attention_steps_numbers_in_the_browser_equal_python(tools):
         assert root.locator(".sv-steps-cell.sv-steps-weight.sv-masked").count() == int(masked.sum())
 
 
-def test_attention_steps_of_the_seed_example_and_what_a_click_redraws(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_attention_steps_of_the_seed_example_and_what_a_click_redraws(shared_tools):
+    page = shared_tools
     mid, m = model_of(embedded_models(page), "AttentionSteps", dtype="f8")
     root = page.locator(".sv-steps").first
     assert root.get_attribute("data-shape") == "1x1x1x4x64x4"
@@ -766,8 +820,9 @@ def test_slide_view_of_attention_steps_and_heatmap(shown):
 # ----------------------------------------------------- issue 24 widgets: Python -> browser updates, XSS ------------
 
 
-def test_beam_tree_and_attention_steps_follow_traits_and_show_tokens_as_text(tools):
-    page = tools
+@SHARED_TOOLS_2
+def test_beam_tree_and_attention_steps_follow_traits_and_show_tokens_as_text(shared_tools):
+    page = shared_tools
     models = embedded_models(page)
     beam, m = model_of(models, "BeamTree", beam_size=3, joiner=" ")
     hb = mock(page, beam)
