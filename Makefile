@@ -34,7 +34,10 @@ help:
 
 # ---- set-up ---------------------------------------------------------------------------------------------------
 # --no-compile: pip would byte-compile every module of every package (torch's thousands, most never imported here);
-# Python compiles what is imported on first import and keeps it.
+# Python compiles what is imported on first import and keeps it in __pycache__, unless PYTHONDONTWRITEBYTECODE is set
+# (some images set it, this one included): then every process compiles torch, numpy, matplotlib... again on import
+# (~2.5 CPU-s each; make test starts hundreds: kernels, workers, subprocesses). So no recipe here inherits it.
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMPS)/python: pyproject.toml $(LOCK)
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -138,6 +138,18 @@ def build(work: Path) -> Path:
     return py
 
 
+def runner_env(py: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment nbval and its kernels run in: this one without its virtual environment, PYTHONPATH or data
+    folders, the repository forbidden, the new venv first on PATH. PYTHONDONTWRITEBYTECODE is dropped too: pip
+    installed with --no-compile, so with it set every kernel would compile torch, numpy... anew on import (~2.5 CPU-s
+    each) where the first one can keep its compiled modules for the others."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items()
+           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "SEQVIZ_DATA", "PYTHONDONTWRITEBYTECODE"))}
+    env.update(SEQVIZ_FORBIDDEN_ROOT=str(ROOT), PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a new temporary folder)")
@@ -150,10 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         py = build(work)
         print(f"== installed from the wheel in {time.time() - t0:.0f} s; running the pages in {work / 'book'}",
               flush=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "SEQVIZ_DATA"))}
-        env.update(SEQVIZ_FORBIDDEN_ROOT=str(ROOT), PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
         code = subprocess.run([str(py), "-m", "pytest", *NBVAL, "notebooks", "book", *args.pytest_args],
-                              cwd=work / "book", env=env).returncode
+                              cwd=work / "book", env=runner_env(py)).returncode
         print(f"== the pages outside the repository: exit {code} after {time.time() - t0:.0f} s", flush=True)
         return code
     finally:

@@ -112,3 +112,13 @@ def test_it_runs_nbval_as_make_nbval_does():
     for opt in ("--nbval-current-env", "--nbval-sanitize-with", "--nbval-cell-timeout=600"):
         assert opt in makefile and opt in outside_repo.NBVAL
     assert "scripts/outside_repo.py" in makefile.split("\ntest:")[1].split("\n\n")[0]  # make test runs it
+
+
+def test_the_pages_run_where_compiled_modules_are_kept(tmp_path):
+    """The venv is installed with pip's --no-compile: with PYTHONDONTWRITEBYTECODE passed on, each of the 13 kernels
+    compiled torch, numpy... anew (~2.5 CPU-s each). The runner's environment drops it, and the others it drops."""
+    py = tmp_path / "venv" / "bin" / "python"
+    env = outside_repo.runner_env(py, {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin", "VIRTUAL_ENV": "/x",
+                                       "PYTHONPATH": "/y", "HOME": "/h"})
+    assert env == {"PATH": f"{py.parent}{os.pathsep}/usr/bin", "HOME": "/h",
+                   "SEQVIZ_FORBIDDEN_ROOT": str(outside_repo.ROOT)}

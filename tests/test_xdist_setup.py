@@ -86,3 +86,18 @@ def test_under_xdist_the_files_that_make_something_once_come_first_in_order(requ
     for group in (True, False):                                         # stable: the collection's order within each
         assert [n for n, f in zip(after, first) if f is group] == [n for n in before
                                                                    if (n.split("::")[0] in heavy) is group]
+
+
+def test_no_recipe_inherits_pythondontwritebytecode(tmp_path):
+    """With PYTHONDONTWRITEBYTECODE set (this image sets it) and pip's --no-compile, no compiled module is ever kept:
+    every process of `make test` (kernels, workers, subprocesses) compiled torch, numpy, matplotlib... again on
+    import, ~2.5 CPU-s each. The Makefile's recipes must not see it: run make on a target appended to the Makefile."""
+    import os
+    import subprocess
+
+    probe = tmp_path / "probe.mk"
+    probe.write_text("probe:\n\t@echo \"[$$PYTHONDONTWRITEBYTECODE]\"\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run(["make", "--no-print-directory", "-f", "Makefile", "-f", str(probe), "probe"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
