@@ -98,6 +98,16 @@ def open_page(browser, site):
 
 
 @pytest.fixture(scope="module")
+def open_module_page(browser, site):
+    """open_module_page(path, width=1300, height=900, color_scheme="light") -> (page, log): like open_page, for a
+    page that several tests of one module use; it closes when the module's last test ends."""
+    contexts = []
+    yield functools.partial(open_in, browser, site, contexts)
+    for ctx in contexts:
+        ctx.close()
+
+
+@pytest.fixture(scope="module")
 def shared_page(request, browser, site):
     """(page, log) of the page ``request.param`` = (path, width), loaded once and shared by the tests of one module
     that only read it (parametrize them with ``indirect=["shared_page"]`` and the same values: pytest runs all of

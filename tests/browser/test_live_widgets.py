@@ -93,16 +93,71 @@ def models():
     return kernel
 
 
+# The page is costly (2.3 MB, ~40k nodes, then the runtime's wasm and a model or two for each page that runs), so most
+# tests share one of a few pages opened once for the module (`book(name)`), chosen so that no test meets state another
+# left that changes what it asserts (pytest runs a file in order, also under xdist's --dist loadfile; the file also
+# passes run in reverse order, which opens more pages):
+#   "tools": the widgets' first state and what loads (which needs a fresh page: the test opens it, book(fresh=True)),
+#     then the tests that run the widgets on inputs they type and only read what those drew: the numbers, decoding,
+#     seeded sampling, bad input, Drop, the status after an error. The LSTM test leaves its layer at 0; no later test
+#     here reads the LSTM's layer.
+#   "tools b": the seeded-sampling test's second page (it must be fresh: that test opens it), then the test that opens
+#     the cross-attention's bar by keyboard (it needs that bar closed and its example in the field: only the
+#     character transformer's group ran there).
+#   "390 px": the generated text at 390 px, then the fields' margins at 390 px (the bars it opens: those still closed).
+# The keyboard test (it opens three bars, needing them closed, and moves the LSTM's layer from 1) and the light and
+# dark axe runs open pages of their own. Each test reports the console errors, requests that left the machine and
+# failed requests of its time on a page (the log is emptied after it); what comes after the last test fails the file.
+@pytest.fixture(scope="module")
+def pages(open_module_page):
+    """The module's shared pages, {name: (page, log, width, color_scheme)}, and how to open one."""
+    shared = {}
+    yield shared, open_module_page
+    for name, (_, log, *_) in shared.items():                  # what came after the last test on each page
+        assert log.errors == [] and log.external == [] and log.failed == [], (name, log)
+
+
 @pytest.fixture
-def visual(open_page):
-    """(page, log, {name: widget root}) of the Visual tools page."""
-    page, log = open_page(PAGE)
-    return page, log, widgets(page)
+def book(pages, open_page):
+    """book(name=None, fresh=False, width=1300, color_scheme="light") -> (page, log, {name: widget root}) of the
+    Visual tools page: the module's page `name` (opened now if no test has opened it), or with fresh=True a page no
+    test has touched (the page `name` if it is not open yet, else one of this test's own), or with no name one of this
+    test's own. The log is checked (clean) and emptied when the test ends."""
+    shared, open_shared = pages
+    logs = []
+
+    def get(name=None, *, fresh=False, width=1300, color_scheme="light"):
+        if name is not None and name not in shared:
+            page, log = open_shared(PAGE, width=width, color_scheme=color_scheme)
+            shared[name] = (page, log, width, color_scheme)
+        elif name is not None and not fresh:
+            page, log, *how = shared[name]
+            assert how == [width, color_scheme], (name, how)
+            page.mouse.move(0, 0)                                     # start off the widgets, nothing focused
+            page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+        else:
+            page, log = open_page(PAGE, width=width, color_scheme=color_scheme)
+        logs.append(log)
+        return page, log, widgets(page)
+
+    yield get
+    try:
+        for log in logs:
+            clean(log)
+    finally:
+        for log in logs:
+            del log.errors[:], log.external[:], log.failed[:], log.dialogs[:]
+
+
+@pytest.fixture
+def visual(book):
+    """(page, log, {name: widget root}) of the module's shared Visual tools page "tools"."""
+    return book("tools")
 
 
 # ---- before anything loads ----------------------------------------------------------------------------------------
-def test_each_live_widget_starts_from_its_recorded_example_and_loads_nothing_until_asked(visual):
-    page, log, w = visual
+def test_each_live_widget_starts_from_its_recorded_example_and_loads_nothing_until_asked(book):
+    page, log, w = book("tools", fresh=True)
     for name, root in w.items():
         assert root.get_attribute("data-live") == "off", name
         opener = root.locator("button.sv-live-open")
@@ -278,7 +333,7 @@ def test_greedy_generation_in_the_widget_equals_seqviz_decode(visual, models):
     clean(log)
 
 
-def test_seeded_sampling_in_the_widget_repeats_also_on_a_fresh_page(visual, open_page):
+def test_seeded_sampling_in_the_widget_repeats_also_on_a_fresh_page(visual, book):
     page, log, w = visual
 
     def sample(page, root, seed: int) -> str:
@@ -295,8 +350,8 @@ def test_seeded_sampling_in_the_widget_repeats_also_on_a_fresh_page(visual, open
     assert len(first) == len("ROMEO.\n") + 30
     assert sample(page, w["next"], 3) == first                                   # the same seed, the same text
     assert sample(page, w["next"], 4) != first                                   # another seed, other draws
-    page2, log2 = open_page(PAGE)
-    assert sample(page2, widgets(page2)["next"], 3) == first                      # and on a fresh page
+    page2, log2, w2 = book("tools b", fresh=True)
+    assert sample(page2, w2["next"], 3) == first                                 # and on a fresh page
     clean(log)
     clean(log2)
 
@@ -347,11 +402,10 @@ def test_bad_input_gets_a_clear_message_in_the_widget_and_the_page_keeps_working
 
 # ---- accessibility and keyboard -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_axe_finds_nothing_critical_or_serious_in_the_live_states(open_page, scheme):
+def test_axe_finds_nothing_critical_or_serious_in_the_live_states(book, scheme):
     """In the theme's light and dark modes (a dark system gets the dark one; outputs keep a light background)."""
-    page, log = open_page(PAGE, color_scheme=scheme)
+    page, log, w = book(color_scheme=scheme)
     assert page.evaluate("() => document.documentElement.dataset.theme") == scheme
-    w = widgets(page)
     run_live(page, w["next"], "ROMEO.\nBut", followers=(w["heads"], w["steps"]))
     w["next"].locator("input.sv-live-n").fill("20")                              # what the model wrote, marked
     before = runs(w["next"])
@@ -384,8 +438,8 @@ def focused(page) -> dict:
                        || e.textContent || '').trim()}; }""")
 
 
-def test_the_live_controls_work_by_keyboard(visual):
-    page, log, w = visual
+def test_the_live_controls_work_by_keyboard(book):
+    page, log, w = book()
     nxt = w["next"]
     nxt.locator("button.sv-live-open").focus()
     before = runs(nxt)
@@ -443,14 +497,13 @@ def test_the_live_controls_work_by_keyboard(visual):
 
 # ---- what a reader sees (issue 39 items 4 and 8) ---------------------------------------------------------------------
 @pytest.mark.parametrize("width", [1280, 390])
-def test_generated_text_is_in_view_and_marked_as_the_models(open_page, models, width):
+def test_generated_text_is_in_view_and_marked_as_the_models(book, models, width):
     """Before: after "append 120 characters: greedy" the two-row prompt box still showed the prompt's first lines,
     the new text sat below its fold, and the status said only "read 64 characters / cropped … 63 left out"; nothing
     said which characters the model wrote."""
     from seqviz.decode import generate
 
-    page, log = open_page(PAGE, width=width)
-    w = widgets(page)
+    page, log, w = book(f"{width} px", width=width)
     nxt = w["next"]
     prompt = "ROMEO.\n"
     run_live(page, nxt, prompt)
@@ -485,10 +538,10 @@ def test_generated_text_is_in_view_and_marked_as_the_models(open_page, models, w
     clean(log)
 
 
-def test_opening_the_live_bar_selects_the_example_so_typing_replaces_it(visual):
+def test_opening_the_live_bar_selects_the_example_so_typing_replaces_it(book):
     """Before: opening "Run live" by keyboard put the caret after the recorded example, so typing appended to it
     ("Thursday the 2nd of August 19795 May 1999")."""
-    page, log, w = visual
+    page, log, w = book("tools b")
     cross = w["cross"]
     cross.locator("button.sv-live-open").focus()
     before = runs(cross)
@@ -534,13 +587,15 @@ def test_after_an_error_the_status_says_the_drawing_is_the_last_good_inputs(visu
     clean(log)
 
 
-def test_at_390px_the_live_fields_keep_off_the_widgets_edge(open_page):
+def test_at_390px_the_live_fields_keep_off_the_widgets_edge(book):
     """Before: at 390 px the date field (and the prompt box) ran to the widget's right edge (0 px between them)."""
-    page, log = open_page(PAGE, width=390)
-    w = widgets(page)
+    page, log, w = book("390 px", width=390)
     gaps = {}
     for name in ("next", "gates", "cross"):
-        w[name].locator("button.sv-live-open").click()
+        opener = w[name].locator("button.sv-live-open")
+        if opener.get_attribute("aria-expanded") != "true":       # the generated-text test on this page opened one
+            opener.click()
+        assert w[name].locator(".sv-live-input").is_visible(), name
         gaps[name] = w[name].evaluate("e => e.getBoundingClientRect().right - "
                                       "e.querySelector('.sv-live-input').getBoundingClientRect().right")
     assert all(g >= 4 for g in gaps.values()), gaps
