@@ -1,11 +1,17 @@
 """The widgets in a real JupyterLab with a live kernel: the test starts ``jupyter lab`` from this environment on
-127.0.0.1 (free port, no token, no browser, a temporary root holding one notebook with each seqviz widget), drives it
-with Playwright + Debian's chromium, and kills it afterwards.
+127.0.0.1 (free port, no token, no browser, a temporary root holding one notebook with each seqviz widget, the live
+widgets' notebook and a chapter), drives it with Playwright + Debian's chromium, and kills it afterwards.
 
 It checks what the built-book tests cannot: each widget renders from a kernel, a trait set from Python (a later cell)
-updates the view, and a control moved in the view updates the trait as Python reads it (a cell that prints it).
-No request may leave loopback: the browser blocks and records any, and the server runs with news, update checks and
-announcements off.
+updates the view, and a control moved in the view updates the trait as Python reads it (a cell that prints it); the
+live widgets ask the kernel (issue 34); the save buttons download from JupyterLab (issue 39 item 10); a chapter opens
+with its solutions folded (issue 23). No request may leave loopback: the browser blocks and records any, and the
+server runs with news, update checks and announcements off.
+
+Every test that needs a JupyterLab server is in this file, so that one server serves them all (`make test` hands whole
+files to xdist workers, and a module-scoped fixture imported into another file is started again there: ~20 s of
+set-up each under load). The tests pass in any order: each runs the cells it reads (the set-up cell again included),
+so those sharing the opened widgets notebook (`notebook`: one page, one kernel) do not depend on one another.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from svbrowser import block_external, is_loopback
+from test_save_figure import check_widget
 
 ROOT = Path(__file__).resolve().parents[2]
 JUPYTER = Path(sys.executable).with_name("jupyter")
@@ -69,6 +76,16 @@ CELLS = [
 ]
 ROOTS = {"att": ".sv-att", "lstm": ".sv-lstm", "pos": ".sv-pos", "nxt": ".sv-next"}
 DRAWN = {"att": "canvas.sv-heat", "lstm": "canvas.sv-heat", "pos": "canvas.sv-enc", "nxt": ".sv-bar-label"}
+# live.ipynb: the live widgets (test_the_live_widgets_ask_the_kernel_in_jupyterlab), in a page and kernel of their own
+LIVE_CELLS = [
+    "import json\n"
+    "from seqviz.widgets import AttentionHeatmap, BeamTree, NextTokenDistribution\n"
+    'nxt = NextTokenDistribution.live("char_lm", "ROMEO:\\nBut", top_k=5)\nnxt',
+    'cross = AttentionHeatmap.live("dates", "3rd of March 1999", group="d", view="grid")\ncross',
+    'tree = BeamTree.live("dates", "3rd of March 1999", group="d", show_pruned=False)\ntree',
+    'print(json.dumps({"tokens": nxt.tokens, "cross": cross.query_tokens, "keys": cross.key_tokens,\n'
+    '                  "best": tree.beam_at()[0][0]}))',
+]
 
 
 def _free_port() -> int:
@@ -77,11 +94,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _notebook() -> dict:
+def _notebook(cells: list[str] = CELLS) -> dict:
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
-                       "source": src} for i, src in enumerate(CELLS)]}
+                       "source": src} for i, src in enumerate(cells)]}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +110,7 @@ def lab(tmp_path_factory):
     work, cfg = tmp / "work", tmp / "config"
     work.mkdir()
     (work / "widgets.ipynb").write_text(json.dumps(_notebook()))
+    (work / "live.ipynb").write_text(json.dumps(_notebook(LIVE_CELLS)))
     (work / "chapter.ipynb").write_text(CHAPTER.read_text())
     settings = cfg / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -163,17 +181,20 @@ def notebook(lab, browser):
             if m.type == "error" and any(w in m.text.lower() for w in ("widget", "anywidget", "seqviz", "model"))
             else None)
     page.set_default_timeout(CELL_TIMEOUT)
-    open_in_lab(page, f"{base}/lab/tree/widgets.ipynb", len(CELLS), server_log)
+    open_in_lab(page, f"{base}/lab/workspaces/widgets/tree/widgets.ipynb", len(CELLS), server_log)
     yield page, external, errors
     ctx.close()
 
 
-def open_in_lab(page, url: str, n_cells: int, server_log, prepare=None) -> None:
-    """Open a notebook in JupyterLab (after ``prepare(page)``, if given) and wait until its n_cells cells show and
-    its kernel is idle; otherwise close the page's context and fail the test with the server's log."""
+def open_in_lab(page, url: str, n_cells: int, server_log) -> None:
+    """Open a notebook in JupyterLab and wait until its n_cells cells show and its kernel is idle; otherwise close
+    the page's context and fail the test with the server's log.
+
+    Each page opens its notebook in a workspace of its own (/lab/workspaces/NAME/tree/PATH): in the shared default
+    workspace a page restores every notebook an earlier page opened (seen: the chapter's page held widgets.ipynb and
+    live.ipynb), as hidden tabs joined to those notebooks' kernels, whose widget views and cells then share the page
+    with this notebook's (`.jp-OutputArea .sv-att` would match either) and load it with their widgets."""
     try:
-        if prepare is not None:
-            prepare(page)
         page.goto(url, wait_until="domcontentloaded")
         page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
                                " && jupyterapp.shell.currentWidget.content"
@@ -342,6 +363,144 @@ def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
     assert not external, f"requests left loopback: {external}"
 
 
+def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
+    """The save buttons of test_save_figure.py in JupyterLab with a live kernel: the heatmap (canvas) and the beam
+    tree (SVG) each download a PNG and an SVG. Before: no save button in JupyterLab either.
+
+    It shares the widgets notebook's page and kernel with the two tests above: it runs the set-up again (rng seeded
+    afresh) and the two cells, which replace their outputs with new views of new widgets, so it saves what a fresh
+    notebook would show, whichever tests ran before it."""
+    page, external, errors = notebook
+    for i in (0, 1, 7):  # the set-up, the heatmap, the beam tree
+        run_cell(page, i)
+    blank = browser.new_page()
+    problems = []
+    for sel in (".sv-att", ".sv-beam"):
+        root = page.locator(f".jp-OutputArea {sel}").first
+        root.wait_for(state="visible", timeout=20_000)
+        root.locator(".sv-save").wait_for(state="visible", timeout=10_000)
+        problems += check_widget(page, blank, root, f"JupyterLab {sel}")
+    blank.close()
+    assert not problems, "\n".join(problems)
+    assert not errors and not external, (errors, external)
+
+
+# ---- issue 34: the live widgets ask the kernel ----------------------------------------------------------------------
+# There the view has no vendor/ folder to load a runtime from, so it asks the kernel, whose widget runs the package's
+# own PyTorch model, shows the result (the traits it sets reach the view) and replies with the notes.
+@pytest.fixture(scope="module")
+def live_notebook(lab, browser):
+    """live.ipynb open in JupyterLab (a page and kernel of its own) with an idle kernel: (page, external requests,
+    errors)."""
+    base, server_log = lab
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    external, errors = [], []
+    block_external(ctx, external)
+    page = ctx.new_page()
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
+            if m.type == "error" and any(w in m.text.lower() for w in ("widget", "seqviz", "model", "live"))
+            else None)
+    page.set_default_timeout(CELL_TIMEOUT)
+    open_in_lab(page, f"{base}/lab/workspaces/live/tree/live.ipynb", len(LIVE_CELLS), server_log)
+    yield page, external, errors
+    ctx.close()
+
+
+def run_live_cell(page, i: int) -> list[dict]:
+    page.evaluate(RUN_CELL, [i, CELL_TIMEOUT])
+    page.wait_for_function(KERNEL_IDLE)
+    res = page.evaluate("(i) => jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.toJSON()", i)
+    errs = [o for o in res if o.get("output_type") == "error"]
+    assert not errs, f"cell {i} raised {errs[0]['ename']}: {errs[0]['evalue']}"
+    return res
+
+
+def live_read_back(page) -> dict:
+    out = run_live_cell(page, 3)
+    return json.loads("".join(o.get("text", "") for o in out if o.get("output_type") == "stream"))
+
+
+def runs(root) -> int:
+    return int(root.get_attribute("data-live-runs") or 0)
+
+
+def press(page, root, text, button="button.sv-live-run", followers=()):
+    """Put `text` in the widget's field (None: leave it), press `button`, wait until it and its `followers` ran."""
+    before = [runs(r) for r in (root, *followers)]
+    if text is not None:
+        root.locator(".sv-live-input").fill(text)
+    root.locator(button).click()
+    for r, n in zip((root, *followers), before):
+        page.wait_for_function("([e, n]) => Number(e.dataset.liveRuns || 0) > n", arg=[r.element_handle(), n],
+                               timeout=CELL_TIMEOUT)
+
+
+def test_the_live_widgets_ask_the_kernel_in_jupyterlab(live_notebook):
+    from seqviz.live import kernel
+
+    page, external, errors = live_notebook
+    for i in range(4):
+        run_live_cell(page, i)
+    nxt = page.locator(".jp-OutputArea .seqviz.sv-next").first
+    cross = page.locator(".jp-OutputArea .seqviz.sv-att").first
+    tree = page.locator(".jp-OutputArea .seqviz.sv-beam").first
+    for root in (nxt, cross, tree):
+        root.wait_for(state="visible", timeout=20_000)
+        assert root.get_attribute("data-live") == "off" and root.get_attribute("data-live-engine") == "kernel"
+
+    # the prompt goes to the kernel; the package's model answers; the view draws what Python now holds
+    nxt.locator("button.sv-live-open").click()
+    page.wait_for_function("e => Number(e.dataset.liveRuns || 0) > 0", arg=nxt.element_handle(), timeout=CELL_TIMEOUT)
+    press(page, nxt, "JULIET:\n")
+    assert nxt.get_attribute("data-live") == "ready" and nxt.get_attribute("data-live-text") == "JULIET:\n"
+    enc, f = kernel.char_lm_forward("JULIET:\n")
+    m = kernel.char_lm()
+    order = sorted(range(len(m.itos)), key=lambda i: (-float(f.logits[-1, i]), i))
+    got = live_read_back(page)
+    assert got["tokens"][:5] == [m.itos[i] for i in order[:5]]
+    shown = nxt.locator(".sv-bar-label").all_text_contents()
+    assert shown == [t.replace(" ", "\u2423").replace("\n", "\u23ce") for t in got["tokens"][:5]]
+    assert nxt.locator(".sv-live-status").text_content() == "read 8 characters"
+
+    # generation runs in the kernel too (seqviz.decode.generate), then the prompt runs again
+    nxt.locator("input.sv-live-n").fill("20")
+    press(page, nxt, None, "button.sv-live-greedy")
+    generated = kernel.generate_text("JULIET:\n", 20)[1]
+    assert nxt.locator(".sv-live-input").input_value() == generated
+    # what the kernel's model wrote is shown as the model's, under the field (issue 39 item 4)
+    assert nxt.locator(".sv-live-output-label").text_content() == "The model wrote 20 characters (greedy):"
+    assert nxt.locator(".sv-live-new").text_content() == generated[len("JULIET:\n"):]
+
+    # bad input: the kernel's message, and the widget keeps working
+    press(page, nxt, "naïve")
+    assert nxt.get_attribute("data-live") == "error"
+    assert nxt.locator(".sv-live-problem span").text_content() == (
+        'the model does not know the character "ï" (not in its vocabulary): drop it or replace it')
+    # the status under the message is the last good input's, and says so (issue 39 item 8)
+    assert nxt.locator(".sv-live-status").text_content().startswith(
+        "Still drawn: the last input that ran, \u201cJULIET:\u23ce")
+    assert nxt.locator(".sv-live-output").is_hidden()                             # the reader's text now
+    press(page, nxt, None, "button.sv-live-drop")
+    assert nxt.get_attribute("data-live") == "ready" and nxt.locator(".sv-live-input").input_value() == "nave"
+
+    # the dates group: one date, both widgets, answered by the kernel even outside the training forms
+    cross.locator("button.sv-live-open").click()
+    press(page, cross, "2031-12-25", followers=(tree,))
+    _, ids, _ = kernel.dates_greedy("2031-12-25")
+    tgt = kernel.dates().extra["tgt_itos"]
+    got = live_read_back(page)
+    assert got["cross"] == [tgt[i] for i in ids] and got["keys"] == list("2031-12-25")
+    _, hyps, _ = kernel.dates_beam("2031-12-25", 5)
+    assert got["best"] == "".join(tgt[i] for i in hyps[0][0])
+    note = kernel.outside_formats_note("2031-12-25")
+    assert cross.locator(".sv-live-status").text_content().endswith(note)
+    assert tree.locator(".sv-live-status").text_content().endswith(note)
+    assert tree.locator(".sv-live-input").input_value() == "2031-12-25"
+    assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
+    assert not external, f"requests left loopback: {external}"
+
+
 # ---- issue 23: solutions folded where students run the notebooks ------------------------------------------------
 CELL_STATE = """async (indices) => {
   // each cell is scrolled into view first: JupyterLab lays out only the cells near the viewport
@@ -379,7 +538,7 @@ def test_solutions_are_folded_when_a_chapter_opens_in_jupyterlab(lab, browser):
     try:
         page = ctx.new_page()
         page.set_default_timeout(CELL_TIMEOUT)
-        page.goto(f"{base}/lab/tree/chapter.ipynb", wait_until="domcontentloaded")
+        page.goto(f"{base}/lab/workspaces/chapter/tree/chapter.ipynb", wait_until="domcontentloaded")
         try:
             page.wait_for_function("() => window.jupyterapp && jupyterapp.shell.currentWidget"
                                    " && jupyterapp.shell.currentWidget.content"

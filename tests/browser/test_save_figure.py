@@ -6,7 +6,9 @@ For every widget of the built "Visual tools" page (every kind, live ones include
 package's current JS, at 1,280 and 390 px): the button, pressed by keyboard or clicked, downloads a file named from the
 widget's title; the PNG decodes at PNG_SCALE (2) times the figure's size and is not blank; the SVG parses, stands
 alone (no stylesheet, no reference outside itself, drawn alone it is not blank) and holds every label the widget shows.
-The bar itself passes axe-core and fits the column at 390 px.
+The bar itself passes axe-core and fits the column at 390 px. The same buttons in JupyterLab are tested in
+test_jupyterlab.py (test_widgets_save_their_figure_in_jupyterlab, with check_widget from here), which holds every test
+that needs a JupyterLab server so that one server serves them all.
 
 The built page shows the widget JS its notebook stored: until the notebooks run again, run the page test with
 SEQVIZ_CURRENT_JS=1."""
@@ -23,7 +25,6 @@ from PIL import Image
 
 from gallery import widgets
 from svbrowser import layout, show_gallery
-from test_jupyterlab import lab, notebook, run_cell  # noqa: F401 - the JupyterLab fixtures, reused
 
 PAGE = "book/visual_tools.html"
 SCALE = 2  # PNG_SCALE in _prelude.js
@@ -205,24 +206,6 @@ def test_every_gallery_widget_saves_its_figure_and_the_bar_fits_and_passes_axe(o
     problems += axe_by_widget(page, list(made))
     assert not problems, "\n".join(problems)
     assert log.errors == [] and log.external == [], (log.errors, log.external)
-
-
-def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
-    """The same buttons in JupyterLab with a live kernel (the lab fixture of test_jupyterlab.py): the heatmap (canvas)
-    and the beam tree (SVG) each download a PNG and an SVG. Before: no save button in JupyterLab either."""
-    page, external, errors = notebook
-    for i in (0, 1, 7):  # the set-up, the heatmap, the beam tree
-        run_cell(page, i)
-    blank = browser.new_page()
-    problems = []
-    for sel in (".sv-att", ".sv-beam"):
-        root = page.locator(f".jp-OutputArea {sel}").first
-        root.wait_for(state="visible", timeout=20_000)
-        root.locator(".sv-save").wait_for(state="visible", timeout=10_000)
-        problems += check_widget(page, blank, root, f"JupyterLab {sel}")
-    blank.close()
-    assert not problems, "\n".join(problems)
-    assert not errors and not external, (errors, external)
 
 
 def test_a_live_widget_saves_what_the_model_drew_for_the_readers_input(open_page, browser):
