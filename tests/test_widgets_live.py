@@ -2,7 +2,7 @@
 shipped model's own output on the recorded input and says so in ``live_spec``; where a kernel is attached the widget
 answers the view's messages by running the package's model, showing the result (set_data) and replying with the
 notes, or with a clear error. The browser half is tested in tests/browser/test_live_widgets.py (the built book) and
-test_live_jupyterlab.py (a live kernel)."""
+test_jupyterlab.py (a live kernel)."""
 from __future__ import annotations
 
 import re
