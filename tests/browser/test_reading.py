@@ -1,12 +1,8 @@
 """Every page reads whole at a 1,280 px window and a 390 px phone (issue 39): displayed equations are never cut
 (items 1), printed text outputs keep their lines and columns (item 7), and chapter 3's tab labels show whole
 (item 7). The fixes are the book's own CSS/JS (book/_static/seqviz-book.css and seqviz-book.js). The rules are here;
-the test that holds every page to them is in test_pages.py, on one load of each page."""
+the tests that hold the pages to them are in test_pages.py, on one load of each page (at each width)."""
 from __future__ import annotations
-
-import pytest
-
-WIDTHS = (1280, 390)
 
 # Each shown display equation against its box (div.math, or the mjx-container itself): at scroll position 0 its
 # content (mjx-math and the tag) starts inside the box, ends inside it unless the box scrolls sideways, and a box that
@@ -77,62 +73,38 @@ PRINTED = """() => {
   return { count, scrolling, faults };
 }"""
 
-
-def test_a_wide_equation_scrolls_from_its_start_by_keyboard(open_page):
-    """Chapter 1's (1.3) at 390 px: its start is in view (the issue found only ")^{1/T} = softmax(...)"), and Tab
-    reaches its box, whose arrow keys scroll it to the rest."""
-    page, _ = open_page("notebooks/01_ngrams.html", width=390)
-    box = page.evaluate_handle("""() => Array.from(document.querySelectorAll('div.math'))
-        .find((d) => d.getAttribute('aria-label') === 'equation (1.3), scrolls sideways')""").as_element()
-    assert box is not None, "chapter 1's (1.3) is not a named scrolling box at 390 px"
-    assert box.evaluate("d => d.scrollLeft") == 0 and box.evaluate("d => d.scrollWidth > d.clientWidth + 50")
-    box.focus()
-    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "equation (1.3), scrolls sideways"
-    for _ in range(4):
-        page.keyboard.press("ArrowRight")
-    page.wait_for_function("d => d.scrollLeft > 0", arg=box, timeout=3000)
-
-
-def test_a_printed_table_keeps_its_columns_at_390px(open_page):
-    """Chapter 5's scheduled-sampling table wrapped into "teacher forcing 0.722 / 0.778 0.836 0.779"."""
-    page, _ = open_page("notebooks/05_attention.html", width=390)
-    rows = page.evaluate("""() => {
-        const pre = Array.from(document.querySelectorAll('.cell_output .output.stream pre'))
-            .find((p) => /teacher forcing\\s+0\\.\\d+/.test(p.textContent));
-        if (!pre) return null;
-        const line = pre.textContent.split('\\n').find((l) => /teacher forcing\\s+0\\.\\d+/.test(l));
-        const r = document.createRange();
-        const text = pre.textContent, at = text.indexOf(line);
-        // the rows the table's "teacher forcing" line takes: walk its characters
-        const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-        let offset = 0, tops = new Set();
-        for (let t = walker.nextNode(); t; t = walker.nextNode()) {
-            const len = t.textContent.length;
-            for (let i = Math.max(0, at - offset); i < Math.min(len, at + line.length - offset); i++) {
-                r.setStart(t, i); r.setEnd(t, i + 1);
-                const rect = r.getBoundingClientRect();
-                if (rect.width > 0 && t.textContent[i].trim()) tops.add(Math.round(rect.top));
-            }
-            offset += len;
+# Chapter 5's scheduled-sampling table at 390 px (it wrapped into "teacher forcing 0.722 / 0.778 0.836 0.779"): how
+# many rows its "teacher forcing" line takes, whether its block scrolls sideways, and its tabIndex; null if not there.
+TEACHER_FORCING_ROWS = """() => {
+    const pre = Array.from(document.querySelectorAll('.cell_output .output.stream pre'))
+        .find((p) => /teacher forcing\\s+0\\.\\d+/.test(p.textContent));
+    if (!pre) return null;
+    const line = pre.textContent.split('\\n').find((l) => /teacher forcing\\s+0\\.\\d+/.test(l));
+    const r = document.createRange();
+    const text = pre.textContent, at = text.indexOf(line);
+    // the rows the table's "teacher forcing" line takes: walk its characters
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    let offset = 0, tops = new Set();
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+        const len = t.textContent.length;
+        for (let i = Math.max(0, at - offset); i < Math.min(len, at + line.length - offset); i++) {
+            r.setStart(t, i); r.setEnd(t, i + 1);
+            const rect = r.getBoundingClientRect();
+            if (rect.width > 0 && t.textContent[i].trim()) tops.add(Math.round(rect.top));
         }
-        return { rows: tops.size, scrolls: pre.scrollWidth > pre.clientWidth + 1, tab: pre.tabIndex };
-    }""")
-    assert rows is not None, "chapter 5's scheduled-sampling table was not found"
-    assert rows["rows"] == 1, f"its 'teacher forcing' line takes {rows['rows']} rows at 390 px"
-    assert rows["scrolls"] and rows["tab"] == 0, rows
+        offset += len;
+    }
+    return { rows: tops.size, scrolls: pre.scrollWidth > pre.clientWidth + 1, tab: pre.tabIndex };
+}"""
 
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_chapter_3s_tab_labels_show_whole(open_page, width):
-    page, _ = open_page("notebooks/03_rnn.html", width=width)
-    tabs = page.evaluate("""() => Array.from(document.querySelectorAll('.widget-tab .lm-TabBar-tab')).map((t) => {
-        const l = t.querySelector('.lm-TabBar-tabLabel') || t;
-        const r = document.createRange();
-        r.selectNodeContents(l);
-        const text = r.getBoundingClientRect(), lr = l.getBoundingClientRect(), tr = t.getBoundingClientRect();
-        const bar = t.closest('.widget-tab').getBoundingClientRect();
-        return { label: l.textContent, cut: text.right > lr.right + 0.5 || text.right > tr.right + 0.5
-                 || text.bottom > tr.bottom + 0.5, out: tr.right > bar.right + 1.5 || tr.left < bar.left - 1.5 };
-    })""")
-    assert len(tabs) >= 5 and any(t["label"] == "the company" for t in tabs), tabs
-    assert [t["label"] for t in tabs if t["cut"] or t["out"]] == [], tabs
+# Each tab of a tab widget (chapter 3's): its label, whether its text is cut by the label or tab box, and whether the
+# tab leaves its bar.
+TAB_LABELS = """() => Array.from(document.querySelectorAll('.widget-tab .lm-TabBar-tab')).map((t) => {
+    const l = t.querySelector('.lm-TabBar-tabLabel') || t;
+    const r = document.createRange();
+    r.selectNodeContents(l);
+    const text = r.getBoundingClientRect(), lr = l.getBoundingClientRect(), tr = t.getBoundingClientRect();
+    const bar = t.closest('.widget-tab').getBoundingClientRect();
+    return { label: l.textContent, cut: text.right > lr.right + 0.5 || text.right > tr.right + 0.5
+             || text.bottom > tr.bottom + 0.5, out: tr.right > bar.right + 1.5 || tr.left < bar.left - 1.5 };
+})"""

@@ -2,8 +2,9 @@
 
 A solution is a code cell tagged ``hide-cell`` (input and output folded away) and a conceptual answer is prose in
 a ``{dropdown}``; both must be closed when the page loads and open on a click. The pages checked are every built page
-with an "Exercises" heading (chapters and appendices alike), found in the HTML, not listed by hand; a test below
-checks that finding against the sources in ``_toc.yml``, so a page whose source has exercises cannot slip out.
+with an "Exercises" heading (chapters and appendices alike), found in the HTML, not listed by hand; the test below
+checks that finding against the sources in ``_toc.yml``, so a page whose source has exercises cannot slip out. The
+two tests that click the solutions open are in test_pages.py, on the page load its other tests share.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ def has_exercises(page: str) -> bool:
 
 
 EXERCISE_PAGES = [p for p in book_pages() if has_exercises(p)]
-NOT_BUILT = ["(book not built: run `make book`)"]
 
 
 def toc_sources() -> dict[str, str]:
@@ -52,51 +52,3 @@ def test_every_page_whose_source_has_exercises_is_checked():
     assert with_exercises, "no source in _toc.yml has an Exercises heading: the pattern no longer matches the book"
     missed = [p for p in with_exercises if p not in EXERCISE_PAGES]
     assert not missed, f"pages with exercises in their source but not found in the built HTML: {missed}"
-
-
-# Each page loads once for both tests below (the shared_page fixture, at the default 1,300 px): each test puts back
-# what it clicked open and checks it closes again, so the other one finds the page as it loaded.
-PAGES = EXERCISE_PAGES or NOT_BUILT
-ON_PAGE = pytest.mark.parametrize("shared_page, path", [((p, 1300), p) for p in PAGES], ids=PAGES, indirect=True)
-
-
-@pytest.fixture(scope="module")
-def path(request) -> str:
-    """The page's path (for the messages): a fixture of the same scope as shared_page, so that pytest groups one
-    page's tests together (a plain parameter beside it would make the pair function-scoped, one load per test)."""
-    return request.param
-
-
-@ON_PAGE
-def test_solutions_are_folded_until_clicked(shared_page, path):
-    page, _ = shared_page
-    solutions = page.locator("div.cell").filter(has_text="Solution")
-    shown = [i for i in range(solutions.count())
-             if "tag_hide-cell" not in (solutions.nth(i).get_attribute("class") or "")
-             and solutions.nth(i).locator(".cell_input").first.is_visible()]
-    assert not shown, f"{path}: {len(shown)} solution cell(s) show their code without a click (tag them hide-cell)"
-    hidden = page.locator("div.cell.tag_hide-cell")
-    assert hidden.count() > 0, f"{path} has exercises but no folded solution cell (they need hidden, executed solutions)"
-    for i in range(hidden.count()):
-        cell = hidden.nth(i)
-        body = cell.locator(".cell_input, .cell_output")
-        assert body.count() and not any(body.nth(k).is_visible() for k in range(body.count())), (
-            f"{path}: hide-cell cell {i} is visible before any click")
-    first = hidden.first
-    first.locator("summary").first.click()
-    assert first.locator(".cell_input").first.is_visible(), f"{path}: clicking did not unfold the solution"
-    first.locator("summary").first.click()  # folded again, as the page loaded
-    assert not first.locator(".cell_input").first.is_visible(), f"{path}: a second click did not fold the solution"
-
-
-@ON_PAGE
-def test_answers_in_dropdowns_are_closed(shared_page, path):
-    page, _ = shared_page
-    drops = page.locator("details.sd-dropdown")
-    for i in range(drops.count()):
-        assert drops.nth(i).get_attribute("open") is None, f"{path}: dropdown {i} is open before any click"
-    if drops.count():
-        drops.first.locator("summary").first.click()
-        assert drops.first.get_attribute("open") is not None
-        drops.first.locator("summary").first.click()  # closed again, as the page loaded
-        assert drops.first.get_attribute("open") is None, f"{path}: a second click did not close dropdown 0"
