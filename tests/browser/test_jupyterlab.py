@@ -170,18 +170,26 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def notebook(lab, browser):
     """The widgets notebook open in JupyterLab with its kernel idle: (page, external requests, errors)."""
+    yield from lab_page(lab, browser, "widgets", "widgets.ipynb", len(CELLS), ("widget", "anywidget", "seqviz", "model"),
+                        websockets=True)
+
+
+def lab_page(lab, browser, workspace: str, path: str, n_cells: int, words: tuple[str, ...], websockets: bool = False):
+    """(page, external requests, errors) of ``path`` open in JupyterLab, in a workspace of its own, with its kernel
+    idle (a fixture's body: closes its context when resumed). Errors: uncaught exceptions, and console errors naming
+    one of ``words``; with ``websockets``, a websocket off loopback counts as an external request."""
     base, server_log = lab
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     external, errors = [], []
     block_external(ctx, external)
     page = ctx.new_page()
-    page.on("websocket", lambda ws: None if is_loopback(ws.url) else external.append(ws.url))
+    if websockets:
+        page.on("websocket", lambda ws: None if is_loopback(ws.url) else external.append(ws.url))
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
-            if m.type == "error" and any(w in m.text.lower() for w in ("widget", "anywidget", "seqviz", "model"))
-            else None)
+            if m.type == "error" and any(w in m.text.lower() for w in words) else None)
     page.set_default_timeout(CELL_TIMEOUT)
-    open_in_lab(page, f"{base}/lab/workspaces/widgets/tree/widgets.ipynb", len(CELLS), server_log)
+    open_in_lab(page, f"{base}/lab/workspaces/{workspace}/tree/{path}", n_cells, server_log)
     yield page, external, errors
     ctx.close()
 
@@ -392,19 +400,7 @@ def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
 def live_notebook(lab, browser):
     """live.ipynb open in JupyterLab (a page and kernel of its own) with an idle kernel: (page, external requests,
     errors)."""
-    base, server_log = lab
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
-    external, errors = [], []
-    block_external(ctx, external)
-    page = ctx.new_page()
-    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
-            if m.type == "error" and any(w in m.text.lower() for w in ("widget", "seqviz", "model", "live"))
-            else None)
-    page.set_default_timeout(CELL_TIMEOUT)
-    open_in_lab(page, f"{base}/lab/workspaces/live/tree/live.ipynb", len(LIVE_CELLS), server_log)
-    yield page, external, errors
-    ctx.close()
+    yield from lab_page(lab, browser, "live", "live.ipynb", len(LIVE_CELLS), ("widget", "seqviz", "model", "live"))
 
 
 def run_live_cell(page, i: int) -> list[dict]:
