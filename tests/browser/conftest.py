@@ -110,14 +110,22 @@ def open_module_page(browser, site):
 @pytest.fixture(scope="module")
 def shared_page(request, browser, site):
     """(page, log) of the page ``request.param`` = (path, width), loaded once and shared by the tests of one module
-    that only read it (parametrize them with ``indirect=["shared_page"]`` and the same values: pytest runs all of
-    one page's tests together, so each page loads once per module). A test that clicks or types opens its own, or
-    undoes what it did. Give every parameter of such a test through fixtures (``indirect=True``): a plain parameter
-    in the same parametrize makes pytest load the page anew for each test (test_solutions_hidden.py shows how)."""
+    (parametrize them with ``indirect=True``; pytest 9 runs all of one page's tests together, in file order, even
+    across parametrize lists, so each page loads once per module). Tests that only read the page come first; a test
+    that clicks or types puts back what it changed and asserts it did, or is the last on its page (test_pages.py's
+    docstring says which do what). Give every parameter of such a test through fixtures: a plain parameter in the same
+    parametrize makes pytest load the page anew for each test (test_pages.py reads the path from
+    ``request.node.callspec``). When the page's last test is done, its log must hold no console error, no failed
+    request and no request off loopback: what a test that checked only its own part of the log, or came after the
+    last check, would leave unseen."""
     path, width = request.param
     contexts = []
-    yield open_in(browser, site, contexts, path, width=width)
+    page, log = open_in(browser, site, contexts, path, width=width)
+    yield page, log
+    left = [f"logged: {e}" for e in log.errors] + [f"request failed: {f}" for f in log.failed] + [
+        f"request off loopback: {u}" for u in log.external]
     for ctx in contexts:
         ctx.close()
+    assert not left, f"{path} at {width} px, by the end of its tests:\n" + "\n".join(left)
 
 
