@@ -177,7 +177,9 @@ def notebook(lab, browser):
 def lab_page(lab, browser, workspace: str, path: str, n_cells: int, words: tuple[str, ...], websockets: bool = False):
     """(page, external requests, errors) of ``path`` open in JupyterLab, in a workspace of its own, with its kernel
     idle (a fixture's body: closes its context when resumed). Errors: uncaught exceptions, and console errors naming
-    one of ``words``; with ``websockets``, a websocket off loopback counts as an external request."""
+    one of ``words``; with ``websockets``, a websocket off loopback counts as an external request. Tests that share
+    the page check what came during their own run; once the last is done, both lists must be empty (what came
+    between or after the tests)."""
     base, server_log = lab
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     external, errors = [], []
@@ -192,6 +194,7 @@ def lab_page(lab, browser, workspace: str, path: str, n_cells: int, words: tuple
     open_in_lab(page, f"{base}/lab/workspaces/{workspace}/tree/{path}", n_cells, server_log)
     yield page, external, errors
     ctx.close()
+    assert not errors and not external, f"{path} in JupyterLab, by the end of its tests: {errors + external}"
 
 
 def open_in_lab(page, url: str, n_cells: int, server_log) -> None:
@@ -256,6 +259,7 @@ def read_back(page) -> dict:
 
 def test_widgets_live_in_jupyterlab(notebook):
     page, external, errors = notebook
+    e0, x0 = len(errors), len(external)                  # the page is shared: this test answers for what came now
     for i in range(5):
         run_cell(page, i)
     # each widget renders from the kernel: its root, its canvases, its data attributes
@@ -316,14 +320,15 @@ def test_widgets_live_in_jupyterlab(notebook):
     assert got["d_model"] == 32 and got["max_len"] == 80, f"positional sliders not seen in Python: {got}"
     assert abs(got["temperature"] - shown_t) < 1e-9, f"temperature: view {shown_t}, Python {got['temperature']}"
 
-    assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
-    assert not external, f"requests left loopback: {external}"
+    assert not errors[e0:], "widget errors in JupyterLab:\n" + "\n".join(errors[e0:])
+    assert not external[x0:], f"requests left loopback: {external[x0:]}"
 
 
 def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
     """Issue 24's widgets from a live kernel: they render, follow traits set in a later cell, and a step, switch or
     query chosen in the view reaches Python."""
     page, external, errors = notebook
+    e0, x0 = len(errors), len(external)                  # the page is shared: this test answers for what came now
     run_cell(page, 0)                                                     # the set-up (again, if the test above ran)
     run_cell(page, 7)
     run_cell(page, 8)
@@ -367,8 +372,8 @@ def test_beam_tree_and_attention_steps_live_in_jupyterlab(notebook):
             break
         page.wait_for_timeout(250)
     assert got == want, f"the view's choices did not all reach Python: {got}"
-    assert not errors, "widget errors in JupyterLab:\n" + "\n".join(errors)
-    assert not external, f"requests left loopback: {external}"
+    assert not errors[e0:], "widget errors in JupyterLab:\n" + "\n".join(errors[e0:])
+    assert not external[x0:], f"requests left loopback: {external[x0:]}"
 
 
 def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
@@ -379,6 +384,7 @@ def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
     afresh) and the two cells, which replace their outputs with new views of new widgets, so it saves what a fresh
     notebook would show, whichever tests ran before it."""
     page, external, errors = notebook
+    e0, x0 = len(errors), len(external)                  # the page is shared: this test answers for what came now
     for i in (0, 1, 7):  # the set-up, the heatmap, the beam tree
         run_cell(page, i)
     blank = browser.new_page()
@@ -390,7 +396,7 @@ def test_widgets_save_their_figure_in_jupyterlab(notebook, browser):
         problems += check_widget(page, blank, root, f"JupyterLab {sel}")
     blank.close()
     assert not problems, "\n".join(problems)
-    assert not errors and not external, (errors, external)
+    assert not errors[e0:] and not external[x0:], (errors[e0:], external[x0:])
 
 
 # ---- issue 34: the live widgets ask the kernel ----------------------------------------------------------------------
