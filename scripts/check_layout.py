@@ -312,6 +312,16 @@ def run_axe(page, context=None, owner: str | None = None) -> list[dict]:
            }""", [context, AXE_TAGS, owner])
 
 
+
+def axe_by_owner(page, context: str, owner: str) -> dict[str | None, list[dict]]:
+    """:func:`run_axe` over ``context`` with ``owner``, grouped by whose nodes they are: {the ``owner`` attribute's
+    value (None: no element with it): the violations with nodes there, each with only those nodes}."""
+    out: dict[str | None, list[dict]] = {}
+    for v in run_axe(page, context, owner=owner):
+        for who in dict.fromkeys(n["owner"] for n in v["nodes"]):
+            out.setdefault(who, []).append({**v, "nodes": [n for n in v["nodes"] if n["owner"] == who]})
+    return out
+
 def _print_layout(path: str, width: int, m: dict) -> int:
     """Print what is too wide (an error), and what only fits because it wraps or scrolls (to shorten)."""
     over = [i for i in m["items"] if i["over"]]

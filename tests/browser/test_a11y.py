@@ -82,11 +82,8 @@ def violations_by_widget(page) -> dict[int, list[dict]]:
     """axe-core's violations in the page's seqviz widgets, one audit for them all: {widget's index among the page's
     .seqviz roots: its violations, each with only the nodes inside that widget}."""
     page.evaluate("() => document.querySelectorAll('.seqviz').forEach((e, k) => e.setAttribute('data-audit', k))")
-    out: dict[int, list[dict]] = {}
-    for v in layout.run_axe(page, ".seqviz", owner="data-audit"):
-        for k in sorted({int(n["owner"]) for n in v["nodes"]}):
-            out.setdefault(k, []).append({**v, "nodes": [n for n in v["nodes"] if n["owner"] == str(k)]})
-    return out
+    return {int(k): vs for k, vs in sorted(layout.axe_by_owner(page, ".seqviz", "data-audit").items(),
+                                           key=lambda kv: int(kv[0]))}
 
 
 def attr_name(camel: str) -> str:

@@ -419,14 +419,14 @@ def test_axe_finds_nothing_critical_or_serious_in_the_live_states(book, scheme):
         root.evaluate("(e, k) => e.setAttribute('data-audit', k)", name)
     assert page.locator(".seqviz[data-audit]").count() == len(w)
     problems = []
-    for v in layout.run_axe(page, ".seqviz[data-audit]", owner="data-audit"):  # one run over the six, told apart
-        if v["impact"] not in ("critical", "serious"):
-            continue
-        for name in w:
-            mine = [n for n in v["nodes"] if n["owner"] == name]
-            if mine:
-                problems.append(f"{name}: {v['id']} ({v['impact']}): {v['help']}; {mine[0]['html'][:200]}")
-        problems += [f"(no widget) {v['id']} ({v['impact']}): {n['target']}" for n in v["nodes"] if n["owner"] is None]
+    for name, found in layout.axe_by_owner(page, ".seqviz[data-audit]", "data-audit").items():  # one run, told apart
+        for v in found:
+            if v["impact"] not in ("critical", "serious"):
+                continue
+            if name is None:
+                problems += [f"(no widget) {v['id']} ({v['impact']}): {n['target']}" for n in v["nodes"]]
+            else:
+                problems.append(f"{name}: {v['id']} ({v['impact']}): {v['help']}; {v['nodes'][0]['html'][:200]}")
     assert not problems, "\n".join(problems)
     clean(log)
 

@@ -174,12 +174,12 @@ def axe_by_widget(page, names: list[str]) -> list[str]:
     bars = ".seqviz[data-save-audit] .sv-save"
     assert page.locator(bars).count() == len(names), f"{page.locator(bars).count()} save bars for {len(names)} widgets"
     problems = []
-    for v in layout.run_axe(page, bars, owner="data-save-audit"):
-        for node in v["nodes"]:
-            who = names[int(node["owner"])] if node["owner"] is not None else node["target"]
-            line = f"{who}: axe {v['id']} ({v['impact']})"
-            if line not in problems:
-                problems.append(line)
+    for k, found in layout.axe_by_owner(page, bars, "data-save-audit").items():
+        for v in found:
+            for who in ([names[int(k)]] if k is not None else [n["target"] for n in v["nodes"]]):
+                line = f"{who}: axe {v['id']} ({v['impact']})"
+                if line not in problems:
+                    problems.append(line)
     return problems
 
 
